@@ -1,0 +1,99 @@
+package wire
+
+import (
+	"strconv"
+	"testing"
+)
+
+func benchPacket(b testing.TB, op Opcode, n int) Packet {
+	p, err := newSample(op, n).build(make([]byte, 8192), &testEnvelope)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// parse is what the receive path does per packet before acting on it.
+func parse(p Packet) (sum uint64) {
+	if p.Validate() != nil {
+		return 0
+	}
+	b := p.BTH()
+	sum = uint64(b.DestQP()) + uint64(b.PSN())
+	if r := p.RETH(); r != nil {
+		sum += r.VA() + uint64(r.DMALength())
+	}
+	if a := p.AETH(); a != nil {
+		sum += uint64(a.Syndrome())
+	}
+	return sum + uint64(len(p.Payload()))
+}
+
+var sink uint64
+
+func BenchmarkParse(b *testing.B) {
+	for _, op := range []Opcode{RCWriteFirst, RCAcknowledge, RCCompareSwap} {
+		p := benchPacket(b, op, 1024)
+		b.Run(op.String(), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				sink += parse(p)
+			}
+		})
+	}
+}
+
+func BenchmarkBuild(b *testing.B) {
+	buf := make([]byte, 8192)
+	payload := make([]byte, 1024)
+	f := BTHFields{Opcode: RCWriteFirst, PKey: 0xffff, DestQP: 0x11, PSN: 1}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(payload)))
+	for b.Loop() {
+		p, err := NewPacket(buf, 64, &f, len(payload))
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.RETH().Encode(&RETHFields{VA: 0x1000, RKey: 7, DMALength: 4096})
+		copy(p.Payload(), payload)
+		p.SealICRC(&testEnvelope)
+	}
+}
+
+func BenchmarkICRC(b *testing.B) {
+	for _, n := range []int{0, 256, 1024, 4096} {
+		p := benchPacket(b, RCSendOnly, n)
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(p)))
+			for b.Loop() {
+				sink += uint64(p.ComputeICRC(&testEnvelope))
+			}
+		})
+	}
+}
+
+// TestZeroAllocations holds the codec's budget: parsing, building and the
+// ICRC allocate nothing.
+func TestZeroAllocations(t *testing.T) {
+	p := benchPacket(t, RCWriteFirst, 1024)
+	bad := append(Packet(nil), p[:20]...)
+	buf := make([]byte, 4096)
+	payload := make([]byte, 1024)
+	f := BTHFields{Opcode: RCWriteFirst, DestQP: 0x11}
+	for name, fn := range map[string]func(){
+		"parse":      func() { sink += parse(p) },
+		"reject":     func() { sink += parse(bad) },
+		"check ICRC": func() { _ = p.CheckICRC(&testEnvelope) },
+		"build": func() {
+			q, _ := NewPacket(buf, 64, &f, len(payload))
+			q.RETH().Encode(&RETHFields{VA: 1, RKey: 2, DMALength: 3})
+			copy(q.Payload(), payload)
+			q.SealICRC(&testEnvelope)
+		},
+	} {
+		if n := testing.AllocsPerRun(100, fn); n != 0 {
+			t.Errorf("%s: %v allocations per run", name, n)
+		}
+	}
+}
