@@ -106,8 +106,13 @@ func (p Packet) ICRC() uint32 { return binary.LittleEndian.Uint32(p[len(p)-ICRCS
 func (p Packet) ComputeICRC(e *Envelope) uint32 { return ICRC(e, p[:len(p)-ICRCSize]) }
 
 // CheckICRC returns nil if the trailer matches the computed ICRC, else
-// [ErrBadICRC]. A receiver drops such packets silently (no NAK).
+// [ErrBadICRC]. A receiver drops such packets silently (no NAK). It is safe
+// on unvalidated bytes: a packet too short for a BTH and trailer gives
+// [ErrTooShort].
 func (p Packet) CheckICRC(e *Envelope) error {
+	if len(p) < BTHSize+ICRCSize {
+		return ErrTooShort
+	}
 	if p.ComputeICRC(e) != p.ICRC() {
 		return ErrBadICRC
 	}
