@@ -1,0 +1,74 @@
+package goverbs_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/goverbs/goverbs"
+
+// layers lists, for each package of the module (relative path; "cmd/" covers
+// every command), the module packages it may import and the third-party
+// modules it may use. This is the import graph of DESIGN.md; a package that
+// is not listed fails the test, so a new package must take its place here.
+var layers = map[string]struct {
+	internal   []string
+	thirdParty []string
+}{
+	"":                 {},
+	"cmd/":             {internal: []string{"verbs", "cm", "conn", "internal/perftest", "internal/wire", "internal/capture"}},
+	"internal/capture": {internal: []string{"internal/wire"}, thirdParty: []string{"github.com/gopacket/gopacket"}},
+	"internal/wire":    {}, // standard library only
+	"internal/ib":      {},
+	"internal/queue":   {},
+}
+
+func TestImportDirections(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(strings.TrimPrefix(fields[0], module), "/")
+		rule, ok := layerOf(pkg)
+		if !ok {
+			t.Errorf("package %q has no entry in the layering table", pkg)
+			continue
+		}
+		for _, imp := range fields[1:] {
+			if !strings.Contains(strings.Split(imp, "/")[0], ".") {
+				continue // standard library
+			}
+			if rel, ok := strings.CutPrefix(imp, module+"/"); ok {
+				if !hasPrefixIn(rel, rule.internal) {
+					t.Errorf("%s imports %s: not allowed by the layering", fields[0], imp)
+				}
+				continue
+			}
+			if !hasPrefixIn(imp, rule.thirdParty) {
+				t.Errorf("%s imports third-party %s: not allowed", fields[0], imp)
+			}
+		}
+	}
+}
+
+func layerOf(pkg string) (struct{ internal, thirdParty []string }, bool) {
+	if strings.HasPrefix(pkg, "cmd/") {
+		pkg = "cmd/"
+	}
+	r, ok := layers[pkg]
+	return struct{ internal, thirdParty []string }(r), ok
+}
+
+// hasPrefixIn reports whether path is one of the packages (or below one of
+// the modules) in list.
+func hasPrefixIn(path string, list []string) bool {
+	for _, p := range list {
+		if path == p || strings.HasPrefix(path, p+"/") {
+			return true
+		}
+	}
+	return false
+}
