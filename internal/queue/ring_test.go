@@ -1,0 +1,112 @@
+package queue
+
+import (
+	"sync"
+	"testing"
+)
+
+func TestRingFIFO(t *testing.T) {
+	r := New[int](3)
+	if r.Cap() != 4 {
+		t.Fatalf("Cap = %d, want 4", r.Cap())
+	}
+	if r.Peek() != nil {
+		t.Fatal("Peek on empty ring")
+	}
+	for i := range 4 {
+		s := r.Reserve()
+		if s == nil {
+			t.Fatalf("Reserve %d failed", i)
+		}
+		*s = i
+		r.Commit()
+	}
+	if r.Reserve() != nil || r.Len() != 4 {
+		t.Fatalf("full ring: Reserve succeeded or Len %d", r.Len())
+	}
+	for i := range 4 {
+		if got := *r.At(r.Head() + uint32(i)); got != i {
+			t.Errorf("At(%d) = %d", i, got)
+		}
+	}
+	for i := range 4 {
+		if got := *r.Peek(); got != i {
+			t.Fatalf("Peek = %d, want %d", got, i)
+		}
+		r.Pop()
+	}
+	if r.Len() != 0 || r.Peek() != nil {
+		t.Fatal("ring not empty")
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("Pop on empty ring did not panic")
+		}
+	}()
+	r.Pop()
+}
+
+func TestRingWrapsIndexes(t *testing.T) {
+	r := New[uint32](2)
+	r.head.Store(^uint32(0) - 1) // just before the counters wrap
+	r.tail.Store(^uint32(0) - 1)
+	for i := range uint32(100) {
+		*r.Reserve() = i
+		r.Commit()
+		if got := *r.Peek(); got != i || r.Len() != 1 {
+			t.Fatalf("step %d: got %d len %d", i, got, r.Len())
+		}
+		r.Pop()
+	}
+}
+
+func TestRingReset(t *testing.T) {
+	r := New[int](4)
+	*r.Reserve() = 1
+	r.Commit()
+	r.Reset()
+	if r.Len() != 0 || r.Reserve() == nil {
+		t.Fatal("Reset did not empty the ring")
+	}
+}
+
+// TestRingConcurrent runs one producer and one consumer without locks; under
+// -race this checks the publication order.
+func TestRingConcurrent(t *testing.T) {
+	const n = 100000
+	r := New[[2]int](64)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < n; {
+			if s := r.Reserve(); s != nil {
+				*s = [2]int{i, -i}
+				r.Commit()
+				i++
+			}
+		}
+	}()
+	for i := 0; i < n; {
+		if s := r.Peek(); s != nil {
+			if s[0] != i || s[1] != -i {
+				t.Fatalf("entry %d read as %v", i, *s)
+			}
+			r.Pop()
+			i++
+		}
+	}
+	wg.Wait()
+}
+
+func BenchmarkRing(b *testing.B) {
+	r := New[[8]uint64](256)
+	b.ReportAllocs()
+	for b.Loop() {
+		s := r.Reserve()
+		s[0] = 1
+		r.Commit()
+		_ = r.Peek()[0]
+		r.Pop()
+	}
+}
