@@ -1,0 +1,11 @@
+// Package ib is the verbs vocabulary shared by the public verbs package and
+// the engine: the key and queue pair number types, the enums and flag sets
+// of libibverbs (rdma-core libibverbs/verbs.h) with their libibverbs values,
+// and the QP state-transition table of the Linux RDMA core. Nothing here
+// travels on the wire (that is internal/wire); the values are the familiar
+// C ones so that code, logs and errors read like their C counterparts.
+//
+// Where each comes from, in ROCEV2.md: MTUs §5.1 and §13.2, GIDs §1.5, work
+// completions §10, work requests §10.6, the QP state machine §11 and access
+// flags §12.1. The package imports only the standard library.
+package ib
