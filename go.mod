@@ -2,9 +2,8 @@ module github.com/goverbs/goverbs
 
 go 1.26
 
-require github.com/gopacket/gopacket v1.7.7
-
 require (
-	golang.org/x/net v0.55.0 // indirect
-	golang.org/x/sys v0.45.0 // indirect
+	github.com/gopacket/gopacket v1.7.7
+	golang.org/x/net v0.55.0
+	golang.org/x/sys v0.45.0
 )

@@ -1,0 +1,39 @@
+package conn
+
+import (
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// The socket must send with DF set (so Linux writes IPv4 ID 0, which the
+// ICRC covers) and have its buffers raised.
+func TestUDPSocketOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		b          func(t *testing.T) *UDPBind
+		level, opt int
+		want       int
+	}{
+		{"IPv4 DF", func(t *testing.T) *UDPBind { return listen(t, loop4) }, unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO},
+		{"IPv6 DONTFRAG", func(t *testing.T) *UDPBind { return listen(t, loop6) }, unix.IPPROTO_IPV6, unix.IPV6_DONTFRAG, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := tc.b(t)
+			var got, rcvbuf int
+			var gerr error
+			err := b.rc.Control(func(fd uintptr) {
+				got, gerr = unix.GetsockoptInt(int(fd), tc.level, tc.opt)
+				rcvbuf, _ = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF)
+			})
+			if err != nil || gerr != nil {
+				t.Fatal(err, gerr)
+			}
+			if got != tc.want {
+				t.Errorf("option = %d, want %d", got, tc.want)
+			}
+			// Best effort: log rather than fail where the sysctl caps it.
+			t.Logf("SO_RCVBUF = %d (asked %d; the kernel doubles it)", rcvbuf, socketBufferSize)
+		})
+	}
+}
