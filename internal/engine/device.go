@@ -1,0 +1,227 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/goverbs/goverbs/conn"
+	"github.com/goverbs/goverbs/internal/ib"
+	"github.com/goverbs/goverbs/internal/mem"
+)
+
+// Limits of a device (reported by query, enforced on create).
+const (
+	MaxQP         = 1 << 16
+	MaxQPWR       = 1 << 14
+	MaxSGE        = 32
+	MaxCQE        = 1<<15 - 1
+	MaxMR         = 1 << 16
+	MaxInlineData = 512
+	MaxQPRdAtomic = 128
+	MaxMsgSize    = 1 << 31
+	// firstQPN is the first user QP number; lower numbers are reserved
+	// (QP1 is the GSI QP), and rxe users normally see 0x11 first.
+	firstQPN = 0x11
+)
+
+// DeviceConfig configures a device. Bind is required.
+type DeviceConfig struct {
+	// Bind carries the device's datagrams: a UDP socket or an in-memory bind.
+	Bind conn.Bind
+	// Addr is the device's IP address, the source of its packets and its
+	// GID. Zero means the address of Bind.
+	Addr netip.Addr
+	// ActiveMTU is the port's active MTU; zero means 4096.
+	ActiveMTU ib.MTU
+}
+
+// Device is a software RDMA NIC bound to one link.
+type Device struct {
+	bind      conn.Bind
+	local     netip.AddrPort // address and UDP port packets come from
+	activeMTU ib.MTU
+	mrs       *mem.Table
+	counters  counters
+	timers    *timerQueue
+	worker    chan *QP // QPs handed over by busy schedulers
+
+	mu      sync.Mutex // guards qpns, nextQPN, nextPD and closed
+	qps     atomic.Pointer[map[uint32]*QP]
+	nextQPN uint32
+	nextPD  uint32
+	closed  bool
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// ErrClosed is returned by operations on a closed device.
+var ErrClosed = errors.New("device closed")
+
+// NewDevice starts a device on cfg.Bind.
+func NewDevice(cfg DeviceConfig) (*Device, error) {
+	if cfg.Bind == nil {
+		return nil, errors.New("engine: DeviceConfig.Bind is nil")
+	}
+	local := cfg.Bind.LocalAddr()
+	if cfg.Addr.IsValid() {
+		local = netip.AddrPortFrom(cfg.Addr.Unmap(), local.Port())
+	}
+	if !local.Addr().IsValid() || local.Addr().IsUnspecified() {
+		return nil, fmt.Errorf("engine: device needs a concrete IP address, bind is on %v", cfg.Bind.LocalAddr())
+	}
+	mtu := cfg.ActiveMTU
+	if mtu == 0 {
+		mtu = ib.MTU4096
+	}
+	d := &Device{
+		bind:      cfg.Bind,
+		local:     netip.AddrPortFrom(local.Addr().Unmap(), local.Port()),
+		activeMTU: mtu,
+		mrs:       mem.NewTable(MaxMR),
+		timers:    newTimerQueue(),
+		worker:    make(chan *QP, 1024),
+		nextQPN:   firstQPN,
+		nextPD:    1,
+		stop:      make(chan struct{}),
+	}
+	empty := map[uint32]*QP{}
+	d.qps.Store(&empty)
+	d.wg.Add(3)
+	go d.recvLoop()
+	go d.timerLoop()
+	go d.workerLoop()
+	return d, nil
+}
+
+// LocalAddr returns the device's IP address and UDP port.
+func (d *Device) LocalAddr() netip.AddrPort { return d.local }
+
+// GID returns the device's RoCEv2 GID (its IP address).
+func (d *Device) GID() ib.GID { return ib.GIDFromAddr(d.local.Addr()) }
+
+// ActiveMTU returns the port's active MTU.
+func (d *Device) ActiveMTU() ib.MTU { return d.activeMTU }
+
+// Counters returns a snapshot of the device counters.
+func (d *Device) Counters() Counters { return Counters(d.counters.snapshot()) }
+
+// MRs returns the device's memory-region table.
+func (d *Device) MRs() *mem.Table { return d.mrs }
+
+// AllocPD returns a new protection-domain id.
+func (d *Device) AllocPD() (uint32, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return 0, ErrClosed
+	}
+	pd := d.nextPD
+	d.nextPD++
+	return pd, nil
+}
+
+// CreateCQ creates a completion queue with room for at least n entries.
+func (d *Device) CreateCQ(n int) (*CQ, error) {
+	if n < 1 || n > MaxCQE {
+		return nil, fmt.Errorf("create CQ: %d entries, must be 1..%d", n, MaxCQE)
+	}
+	return newCQ(d, n), nil
+}
+
+// Close stops the device: its goroutines end, its QPs stop, the bind is
+// closed. Memory regions stay valid until deregistered.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	d.mu.Unlock()
+	close(d.stop)
+	err := d.bind.Close()
+	d.wg.Wait()
+	for _, qp := range *d.qps.Load() {
+		qp.shutdown()
+	}
+	return err
+}
+
+// lookupQP returns the QP numbered qpn, or nil.
+func (d *Device) lookupQP(qpn uint32) *QP { return (*d.qps.Load())[qpn] }
+
+// addQP assigns a QP number and enters qp in the table (copy on write, so
+// the receive path reads the table without locks).
+func (d *Device) addQP(qp *QP) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return ErrClosed
+	}
+	old := *d.qps.Load()
+	if len(old) >= MaxQP {
+		return fmt.Errorf("create QP: %d QPs exist, the maximum", len(old))
+	}
+	for old[d.nextQPN] != nil || d.nextQPN < firstQPN {
+		d.nextQPN = (d.nextQPN + 1) & 0xffffff
+	}
+	qp.qpn = d.nextQPN
+	d.nextQPN = (d.nextQPN + 1) & 0xffffff
+	m := make(map[uint32]*QP, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	m[qp.qpn] = qp
+	d.qps.Store(&m)
+	return nil
+}
+
+func (d *Device) removeQP(qp *QP) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	old := *d.qps.Load()
+	m := make(map[uint32]*QP, len(old))
+	for k, v := range old {
+		if k != qp.qpn {
+			m[k] = v
+		}
+	}
+	d.qps.Store(&m)
+}
+
+// timerLoop schedules QPs whose deadlines passed.
+func (d *Device) timerLoop() {
+	defer d.wg.Done()
+	var due []*QP
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-d.timers.timer.C:
+			due = d.timers.due(time.Now(), due[:0])
+			for i, qp := range due {
+				qp.task.schedule()
+				due[i] = nil
+			}
+		}
+	}
+}
+
+// workerLoop continues QPs that a scheduler handed over after its inline
+// turns ran out.
+func (d *Device) workerLoop() {
+	defer d.wg.Done()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case qp := <-d.worker:
+			qp.task.loop(maxInlineTurns) // a still-busy QP queues itself again: round robin
+		}
+	}
+}

@@ -1,0 +1,34 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/goverbs/goverbs/internal/ib"
+)
+
+// flush completes everything the QP holds with WR_FLUSH_ERR, in order,
+// signaled or not (IBA 10.3.1, ROCEV2.md §11.6), and discards received
+// packets. It runs in the turn after the QP entered the error state, and
+// again for work posted while in it.
+func (qp *QP) flush() {
+	qpn := ib.QPN(qp.qpn)
+	for w := qp.sq.Peek(); w != nil; w = qp.sq.Peek() {
+		wc := WC{WRID: w.wrID, Status: ib.WCWRFlushErr, Opcode: wcOpcodes[w.opcode], QPNum: qpn}
+		qp.sq.Pop()
+		qp.sendCQ.push(&wc)
+	}
+	qp.req = requester{psn: qp.req.maxPSN, maxPSN: qp.req.maxPSN, cur: qp.sq.Head()}
+	qp.comp.deadline = time.Time{}
+	if qp.resp.haveWQE {
+		wc := WC{WRID: qp.resp.wqe.wrID, Status: ib.WCWRFlushErr, Opcode: ib.WCRecv, QPNum: qpn}
+		qp.recvCQ.push(&wc)
+		qp.resp.haveWQE = false
+	}
+	for w := qp.rq.Peek(); w != nil; w = qp.rq.Peek() {
+		wc := WC{WRID: w.wrID, Status: ib.WCWRFlushErr, Opcode: ib.WCRecv, QPNum: qpn}
+		qp.rq.Pop()
+		qp.recvCQ.push(&wc)
+	}
+	qp.resp.inSend, qp.resp.inWrite, qp.resp.ackPending = false, false, false
+	qp.dropInbound()
+}

@@ -1,0 +1,156 @@
+package engine
+
+import (
+	"github.com/goverbs/goverbs/internal/ib"
+	"github.com/goverbs/goverbs/internal/mem"
+)
+
+// PostError reports which work request of a chain failed to post; the ones
+// before it were posted.
+type PostError struct {
+	Index int // position in the chain
+	Err   error
+}
+
+func (e *PostError) Error() string { return e.Err.Error() }
+func (e *PostError) Unwrap() error { return e.Err }
+
+// PostSend queues a chain of send work requests (ibv_post_send). It fails
+// only for immediate faults: the QP state, a full queue, or a malformed
+// request; everything else is reported by a completion.
+func (qp *QP) PostSend(wr *SendWR) error {
+	st := qp.State()
+	if st < ib.QPStateRTS {
+		return ErrQPState
+	}
+	qp.sqMu.Lock()
+	var err error
+	i := 0
+	for ; wr != nil; wr, i = wr.Next, i+1 {
+		if err = qp.checkSendWR(wr); err != nil {
+			break
+		}
+		w := qp.sq.Reserve()
+		if w == nil {
+			err = ErrQueueFull
+			break
+		}
+		if err = qp.fillSendWQE(w, wr); err != nil {
+			break
+		}
+		qp.sq.Commit()
+	}
+	qp.sqMu.Unlock()
+	if i > 0 {
+		qp.task.schedule()
+	}
+	if err != nil {
+		return &PostError{Index: i, Err: err}
+	}
+	return nil
+}
+
+// checkSendWR validates a send WR against the QP (rxe_verbs.c validate_send_wr).
+func (qp *QP) checkSendWR(wr *SendWR) error {
+	switch wr.Opcode {
+	case ib.WRSend, ib.WRSendWithImm, ib.WRRDMAWrite, ib.WRRDMAWriteWithImm,
+		ib.WRRDMARead, ib.WRAtomicCmpAndSwp, ib.WRAtomicFetchAndAdd:
+	default:
+		return ErrBadOpcode
+	}
+	if len(wr.SGList) > int(qp.cap.MaxSendSGE) {
+		return ErrTooManySGE
+	}
+	var n uint64
+	for i := range wr.SGList {
+		n += uint64(wr.SGList[i].Length)
+	}
+	if n > MaxMsgSize {
+		return ErrMessageSize
+	}
+	if wr.Opcode == ib.WRAtomicCmpAndSwp || wr.Opcode == ib.WRAtomicFetchAndAdd {
+		if n != 8 {
+			return ErrAtomicLength
+		}
+		if wr.RemoteAddr%8 != 0 {
+			return ErrAtomicAlign
+		}
+	}
+	if wr.Flags&ib.SendInline != 0 {
+		switch wr.Opcode {
+		case ib.WRSend, ib.WRSendWithImm, ib.WRRDMAWrite, ib.WRRDMAWriteWithImm:
+		default:
+			return ErrInlineOpcode
+		}
+		if n > uint64(qp.cap.MaxInlineData) {
+			return ErrInlineSize
+		}
+	}
+	return nil
+}
+
+// fillSendWQE copies wr into the slot; inline data is copied now, so the
+// caller may reuse its buffers when PostSend returns.
+func (qp *QP) fillSendWQE(w *sendWQE, wr *SendWR) error {
+	w.wrID, w.opcode, w.flags, w.imm = wr.WRID, wr.Opcode, wr.Flags, wr.Imm
+	w.remoteAddr, w.rkey, w.compareAdd, w.swap = wr.RemoteAddr, wr.RKey, wr.CompareAdd, wr.Swap
+	w.signaled = qp.sqSigAll || wr.Flags&ib.SendSignaled != 0
+	w.state, w.status, w.sent = wqePosted, ib.WCSuccess, 0
+	w.sge = append(w.sge[:0], wr.SGList...)
+	w.length = 0
+	for i := range w.sge {
+		w.length += w.sge[i].Length
+	}
+	w.inline = w.inline[:0]
+	if wr.Flags&ib.SendInline == 0 {
+		return nil
+	}
+	// Inline data is read from registered memory: Go code cannot read an
+	// arbitrary address safely, so the SGE's lkey still has to be valid.
+	for i := range w.sge {
+		s := &w.sge[i]
+		ref, f := qp.dev.mrs.Acquire(mem.Key(s.LKey), qp.pd, s.Addr, uint64(s.Length), 0)
+		if f != mem.FaultNone {
+			return ErrInlineAccess
+		}
+		w.inline = append(w.inline, ref.Bytes()...)
+		ref.Release()
+	}
+	return nil
+}
+
+// PostRecv queues a chain of receive work requests (ibv_post_recv).
+func (qp *QP) PostRecv(wr *RecvWR) error {
+	if qp.State() == ib.QPStateReset {
+		return ErrQPState
+	}
+	qp.rqMu.Lock()
+	var err error
+	i := 0
+	for ; wr != nil; wr, i = wr.Next, i+1 {
+		if len(wr.SGList) > int(qp.cap.MaxRecvSGE) {
+			err = ErrTooManySGE
+			break
+		}
+		w := qp.rq.Reserve()
+		if w == nil {
+			err = ErrQueueFull
+			break
+		}
+		w.wrID = wr.WRID
+		w.sge = append(w.sge[:0], wr.SGList...)
+		w.length = 0
+		for j := range w.sge {
+			w.length += w.sge[j].Length
+		}
+		qp.rq.Commit()
+	}
+	qp.rqMu.Unlock()
+	if i > 0 && qp.State() == ib.QPStateErr {
+		qp.task.schedule() // flush them
+	}
+	if err != nil {
+		return &PostError{Index: i, Err: err}
+	}
+	return nil
+}

@@ -1,0 +1,238 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/goverbs/goverbs/internal/ib"
+	"github.com/goverbs/goverbs/internal/queue"
+	"github.com/goverbs/goverbs/internal/wire"
+)
+
+// inboundDepth is how many received packets a QP queues before the receive
+// loop drops (a NIC's receive ring).
+const inboundDepth = 4096
+
+// QP is a queue pair.
+//
+// Fields are grouped by who may touch them: the immutable ones are set at
+// creation; state and peer are atomics read by the receive path and posts;
+// the rings are single-producer/single-consumer (posts produce under
+// sqMu/rqMu, turns consume); everything below mu is owned by the QP's turn
+// and by control operations, which both hold mu.
+type QP struct {
+	dev      *Device
+	qpn      uint32
+	typ      ib.QPType
+	pd       uint32
+	sendCQ   *CQ
+	recvCQ   *CQ
+	cap      QPCap
+	sqSigAll bool
+	task     task
+
+	state atomic.Uint32                  // ib.QPState
+	peer  atomic.Pointer[netip.AddrPort] // where packets go; set at RTR
+
+	sqMu    sync.Mutex
+	sq      *queue.Ring[sendWQE]
+	rqMu    sync.Mutex
+	rq      *queue.Ring[recvWQE]
+	inbound *queue.Ring[inPkt]
+
+	mu        sync.Mutex
+	attr      QPAttr
+	env       wire.Envelope // of outgoing packets
+	mtu       uint32        // path MTU in bytes
+	req       requester
+	comp      completer
+	resp      responder
+	xmit      xmitBatch
+	timerAt   time.Time // deadline registered with the device timer
+	destroyed bool
+}
+
+// Errors of QP verbs. Posting errors are pre-built so a failing post does
+// not allocate.
+var (
+	ErrQPState       = errors.New("QP state does not allow this")
+	ErrQueueFull     = errors.New("work queue full")
+	ErrTooManySGE    = errors.New("too many scatter/gather elements")
+	ErrBadOpcode     = errors.New("opcode not supported on this QP")
+	ErrMessageSize   = errors.New("message larger than the maximum")
+	ErrAtomicLength  = errors.New("atomic operation needs exactly 8 bytes")
+	ErrAtomicAlign   = errors.New("atomic remote address not 8-byte aligned")
+	ErrInlineSize    = errors.New("inline data larger than max_inline_data")
+	ErrInlineOpcode  = errors.New("inline data only with SEND and RDMA WRITE")
+	ErrInlineAccess  = errors.New("inline data outside a registered region")
+	ErrInvalidAttr   = errors.New("invalid attribute value")
+	ErrNotSupported  = errors.New("not supported")
+	ErrBadCapability = errors.New("QP capability out of range")
+)
+
+// CreateQP creates a QP in the RESET state in protection domain pd.
+func (d *Device) CreateQP(pd uint32, init *QPInitAttr) (*QP, error) {
+	if init.Type != ib.QPTypeRC {
+		return nil, fmt.Errorf("create QP: type %v: %w", init.Type, ErrNotSupported)
+	}
+	if init.SendCQ == nil || init.RecvCQ == nil {
+		return nil, fmt.Errorf("create QP: send and receive CQs are required: %w", ErrInvalidAttr)
+	}
+	c := init.Cap
+	if c.MaxSendWR == 0 || c.MaxSendWR > MaxQPWR || c.MaxRecvWR == 0 || c.MaxRecvWR > MaxQPWR ||
+		c.MaxSendSGE > MaxSGE || c.MaxRecvSGE > MaxSGE || c.MaxInlineData > MaxInlineData {
+		return nil, fmt.Errorf("create QP: %+v: %w (WRs 1..%d, SGEs ≤ %d, inline ≤ %d)",
+			c, ErrBadCapability, MaxQPWR, MaxSGE, MaxInlineData)
+	}
+	c.MaxSendSGE = max(c.MaxSendSGE, 1)
+	c.MaxRecvSGE = max(c.MaxRecvSGE, 1)
+	qp := &QP{
+		dev: d, typ: init.Type, pd: pd, sendCQ: init.SendCQ, recvCQ: init.RecvCQ,
+		sqSigAll: init.SQSigAll,
+		sq:       queue.New[sendWQE](int(c.MaxSendWR)),
+		rq:       queue.New[recvWQE](int(c.MaxRecvWR)),
+		inbound:  queue.New[inPkt](inboundDepth),
+	}
+	// Report the rounded-up queue sizes, as providers do.
+	c.MaxSendWR, c.MaxRecvWR = uint32(qp.sq.Cap()), uint32(qp.rq.Cap())
+	qp.cap = c
+	for i := range qp.sq.Cap() {
+		w := qp.sq.At(uint32(i))
+		w.sge = make([]SGE, 0, c.MaxSendSGE)
+		w.inline = make([]byte, 0, c.MaxInlineData)
+	}
+	for i := range qp.rq.Cap() {
+		qp.rq.At(uint32(i)).sge = make([]SGE, 0, c.MaxRecvSGE)
+	}
+	qp.resp.wqe.sge = make([]SGE, 0, c.MaxRecvSGE)
+	qp.xmit.init(d.bind.BatchSize())
+	qp.task.turn = qp.turn
+	qp.task.handoff = qp.handoff
+	qp.attr.PathMTU = ib.MTU256 // the default until RTR (rxe)
+	qp.attr.PortNum = 1
+	if err := d.addQP(qp); err != nil {
+		return nil, err
+	}
+	return qp, nil
+}
+
+// QPN returns the QP number.
+func (qp *QP) QPN() ib.QPN { return ib.QPN(qp.qpn) }
+
+// State returns the current state.
+func (qp *QP) State() ib.QPState { return ib.QPState(qp.state.Load()) }
+
+// Cap returns the QP's capacities as created (queue sizes rounded up).
+func (qp *QP) Cap() QPCap { return qp.cap }
+
+// Query returns the current attributes.
+func (qp *QP) Query() QPAttr {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	a := qp.attr
+	a.State = qp.State()
+	a.CurState = a.State
+	a.Cap = qp.cap
+	return a
+}
+
+// handoff continues the QP's task on the device worker, or here if the
+// worker's backlog is full.
+func (qp *QP) handoff() {
+	select {
+	case qp.dev.worker <- qp:
+	default:
+		qp.task.loop(-1)
+	}
+}
+
+// Destroy removes the QP: it receives nothing more and its work requests are
+// dropped without completions (ibv_destroy_qp).
+func (qp *QP) Destroy() error {
+	qp.dev.removeQP(qp)
+	qp.dev.timers.remove(qp)
+	qp.shutdown()
+	return nil
+}
+
+// shutdown stops the QP and frees queued packets.
+func (qp *QP) shutdown() {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	qp.destroyed = true
+	qp.state.Store(uint32(ib.QPStateErr))
+	qp.dropInbound()
+	qp.xmit.discard()
+}
+
+// dropInbound frees every queued received packet. Called with mu held.
+func (qp *QP) dropInbound() {
+	for p := qp.inbound.Peek(); p != nil; p = qp.inbound.Peek() {
+		putBuf(p.buf)
+		p.buf = nil
+		qp.inbound.Pop()
+	}
+}
+
+// turn is one bounded step of the QP's work: received packets, timers, the
+// requester, then the coalesced ACK and the transmit batch.
+func (qp *QP) turn() (more bool) {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	if qp.destroyed {
+		return false
+	}
+	now := time.Now()
+	budget := turnBudget
+	for ; budget > 0 && qp.State() != ib.QPStateErr; budget-- {
+		in := qp.inbound.Peek()
+		if in == nil {
+			break
+		}
+		p := in.packet()
+		if p.Info().Is(wire.OpRequest) {
+			qp.respond(p)
+		} else {
+			qp.complete(p, now)
+		}
+		putBuf(in.buf)
+		in.buf = nil
+		qp.inbound.Pop()
+	}
+	qp.sendPendingACK()
+	more = qp.inbound.Len() > 0
+	if qp.State() != ib.QPStateErr {
+		qp.checkTimers(now)
+	}
+	if qp.State() != ib.QPStateErr && qp.request(now, turnBudget) {
+		more = true
+	}
+	if qp.State() == ib.QPStateErr {
+		// Entered now, or work was posted while in it.
+		qp.flush()
+		more = false
+	}
+	qp.xmit.flush(qp)
+	qp.armTimer()
+	return more
+}
+
+// turnBudget bounds the packets handled and sent in one turn.
+const turnBudget = 64
+
+// armTimer registers the QP's earliest deadline with the device timer.
+func (qp *QP) armTimer() {
+	next := qp.comp.deadline
+	if r := qp.req.rnrUntil; !r.IsZero() && (next.IsZero() || r.Before(next)) {
+		next = r
+	}
+	if next.IsZero() || (!qp.timerAt.IsZero() && !next.Before(qp.timerAt) && qp.timerAt.After(time.Now())) {
+		return
+	}
+	qp.timerAt = next
+	qp.dev.timers.add(qp, next)
+}

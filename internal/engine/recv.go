@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"errors"
+	"net"
+
+	"github.com/goverbs/goverbs/conn"
+	"github.com/goverbs/goverbs/internal/ib"
+	"github.com/goverbs/goverbs/internal/wire"
+)
+
+// inPkt is a received packet waiting in a QP's inbound ring. The buffer
+// belongs to the ring slot until the QP's turn frees it.
+type inPkt struct {
+	buf *pktBuf
+	n   int
+}
+
+func (p *inPkt) packet() wire.Packet { return wire.Packet(p.buf.b[:p.n]) }
+
+// recvLoop reads batches from the link, checks each packet (ROCEV2.md §1.6,
+// rxe_recv.c) and queues it on its QP. Every rejected packet is dropped and
+// counted; none is answered.
+func (d *Device) recvLoop() {
+	defer d.wg.Done()
+	n := d.bind.BatchSize()
+	msgs := make([]conn.Message, n)
+	bufs := make([]*pktBuf, n)
+	for i := range msgs {
+		bufs[i] = getBuf()
+		msgs[i].Buf = bufs[i].b[:]
+	}
+	ready := make([]*QP, 0, n)
+	for {
+		got, err := d.bind.Recv(msgs)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		for i := range got {
+			qp := d.accept(&msgs[i])
+			if qp == nil {
+				continue
+			}
+			slot := qp.inbound.Reserve()
+			if slot == nil {
+				d.counters.inc(DropRxOverflow)
+				continue
+			}
+			*slot = inPkt{buf: bufs[i], n: msgs[i].N}
+			qp.inbound.Commit()
+			bufs[i] = getBuf()
+			msgs[i].Buf = bufs[i].b[:]
+			if !contains(ready, qp) {
+				ready = append(ready, qp)
+			}
+		}
+		for i, qp := range ready {
+			qp.task.schedule()
+			ready[i] = nil
+		}
+		ready = ready[:0]
+	}
+}
+
+func contains(qps []*QP, qp *QP) bool {
+	for _, q := range qps {
+		if q == qp {
+			return true
+		}
+	}
+	return false
+}
+
+// accept runs the receive checks on one datagram and returns the QP it is
+// for, or nil after counting why it was dropped.
+func (d *Device) accept(m *conn.Message) *QP {
+	p := wire.Packet(m.Buf[:m.N])
+	if p.Validate() != nil {
+		d.counters.inc(DropMalformed)
+		return nil
+	}
+	env := wire.Envelope{
+		Src: m.Addr.Addr(), Dst: d.local.Addr(),
+		FlagsFragment: wire.FlagDontFragment,
+		SrcPort:       m.Addr.Port(), DstPort: d.local.Port(),
+	}
+	if m.HasIPID {
+		env.IPID = m.IPID
+	}
+	if p.CheckICRC(&env) != nil {
+		d.counters.inc(DropBadICRC)
+		return nil
+	}
+	bth := p.BTH()
+	qp := d.lookupQP(bth.DestQP())
+	if qp == nil {
+		d.counters.inc(DropUnknownQP)
+		return nil
+	}
+	if !transportMatches(bth.Opcode().Transport(), qp.typ) {
+		d.counters.inc(DropWrongTransport)
+		return nil
+	}
+	// Requests need RTR or later, responses RTS or later (rxe_recv.c).
+	st := qp.State()
+	min := ib.QPStateRTS
+	if p.Info().Is(wire.OpRequest) {
+		min = ib.QPStateRTR
+	}
+	if st < min || st == ib.QPStateErr {
+		d.counters.inc(DropQPState)
+		return nil
+	}
+	if !pkeyMatches(bth.PKey()) {
+		d.counters.inc(DropBadPKey)
+		return nil
+	}
+	// Only the address is compared: peers send from per-QP UDP source
+	// ports (rxe uses 0xC000 + a hash), while replies always go to the
+	// peer's RoCEv2 port.
+	if peer := qp.peer.Load(); peer == nil || peer.Addr() != m.Addr.Addr() {
+		d.counters.inc(DropWrongSource)
+		return nil
+	}
+	d.counters.inc(RcvdPkts)
+	return qp
+}
+
+func transportMatches(t wire.Transport, qt ib.QPType) bool {
+	switch qt {
+	case ib.QPTypeRC:
+		return t == wire.TransportRC
+	case ib.QPTypeUC:
+		return t == wire.TransportUC
+	}
+	return false
+}
+
+// pkeyMatches applies the P_Key rule against the default key 0xFFFF
+// (IBA 10.9.3, rxe pkey_match): the low 15 bits are equal and non-zero, and
+// one of the two keys is a full member.
+func pkeyMatches(k uint16) bool {
+	const def = 0xffff
+	return k&0x7fff != 0 && k&0x7fff == def&0x7fff
+}

@@ -1,0 +1,66 @@
+package engine
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/goverbs/goverbs/internal/wire"
+)
+
+// TestReceiveChecks sends one bad packet per receive check (ROCEV2.md §1.6)
+// and expects it dropped under its own counter, with nothing accepted.
+func TestReceiveChecks(t *testing.T) {
+	r := newFuzzRig(t)
+	stranger, err := r.net.Listen(netip.MustParseAddrPort("10.0.0.3:4791"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stranger.Close()
+	good := func(op wire.Opcode) wire.Packet {
+		p, _ := wire.NewPacket(make([]byte, 256), 0, &wire.BTHFields{Opcode: op, PKey: 0xffff, DestQP: uint32(r.qp.qpn)}, 4)
+		return p
+	}
+	strangerEnv := r.env
+	strangerEnv.Src = netip.MustParseAddr("10.0.0.3")
+	for _, c := range []struct {
+		name string
+		from func() (wire.Packet, *wire.Envelope, bool) // packet, envelope to seal with, from the stranger
+		want Counter
+	}{
+		{"truncated", func() (wire.Packet, *wire.Envelope, bool) { return good(wire.RCSendOnly)[:10], nil, false }, DropMalformed},
+		{"bad ICRC", func() (wire.Packet, *wire.Envelope, bool) {
+			p := good(wire.RCSendOnly)
+			p.SealICRC(&r.env)
+			p[len(p)-1] ^= 1
+			return p, nil, false
+		}, DropBadICRC},
+		{"unknown QP", func() (wire.Packet, *wire.Envelope, bool) {
+			p := good(wire.RCSendOnly)
+			p.BTH().SetDestQP(0x777)
+			return p, &r.env, false
+		}, DropUnknownQP},
+		{"UC opcode on an RC QP", func() (wire.Packet, *wire.Envelope, bool) { return good(wire.UCSendOnly), &r.env, false }, DropWrongTransport},
+		{"bad P_Key", func() (wire.Packet, *wire.Envelope, bool) {
+			p := good(wire.RCSendOnly)
+			p.BTH().SetPKey(0x8001)
+			return p, &r.env, false
+		}, DropBadPKey},
+		{"not from the peer", func() (wire.Packet, *wire.Envelope, bool) { return good(wire.RCSendOnly), &strangerEnv, true }, DropWrongSource},
+	} {
+		before := r.dev.Counters()
+		p, env, fromStranger := c.from()
+		if env != nil {
+			p.SealICRC(env)
+		}
+		b := r.peer
+		if fromStranger {
+			b = stranger
+		}
+		r.send(t, b, p)
+		after := r.dev.Counters()
+		if after.Get(c.want) != before.Get(c.want)+1 || after.Get(RcvdPkts) != before.Get(RcvdPkts) {
+			t.Errorf("%s: %s %d→%d, rcvd_pkts %d→%d", c.name, c.want, before.Get(c.want), after.Get(c.want),
+				before.Get(RcvdPkts), after.Get(RcvdPkts))
+		}
+	}
+}

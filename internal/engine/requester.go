@@ -1,0 +1,169 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/goverbs/goverbs/internal/ib"
+	"github.com/goverbs/goverbs/internal/mem"
+	"github.com/goverbs/goverbs/internal/wire"
+)
+
+const (
+	// unackedWindow bounds the PSNs in flight without an acknowledgement
+	// (rxe: RXE_MAX_UNACKED_PSNS).
+	unackedWindow = 128
+	// ackEvery asks for an ACK inside long messages after this many
+	// packets without one (rxe: RXE_MAX_PKT_PER_ACK), so the window moves.
+	ackEvery = 64
+	// defaultPKey is the only partition key: full member of the default
+	// partition.
+	defaultPKey = 0xffff
+)
+
+// requester is the send side's packet generator. Owned by the QP's turn.
+type requester struct {
+	psn      wire.PSN  // PSN of the next packet
+	maxPSN   wire.PSN  // one past the highest PSN sent; psn is behind it while resending
+	cur      uint32    // send-queue index of the WQE being sent
+	rdAtomic int       // READ/atomic WQEs started and not completed
+	noAck    int       // packets sent since the last one with AckReq
+	rnrUntil time.Time // after an RNR NAK, nothing is sent before this
+}
+
+// request turns send WQEs into packets, at most budget of them. It stops at
+// flow limits (unacknowledged window, max_rd_atomic, fences, an RNR wait)
+// and reports whether it stopped only for lack of budget.
+func (qp *QP) request(now time.Time, budget int) (more bool) {
+	st := qp.State()
+	if st != ib.QPStateRTS && st != ib.QPStateSQD {
+		return false
+	}
+	if r := qp.req.rnrUntil; !r.IsZero() {
+		if now.Before(r) {
+			return false
+		}
+		qp.req.rnrUntil = time.Time{}
+	}
+	for ; budget > 0; budget-- {
+		if qp.req.cur == qp.sq.Tail() {
+			return false
+		}
+		w := qp.sq.At(qp.req.cur)
+		switch w.state {
+		case wqeFailed:
+			return false // the completer reports it in order
+		case wqePosted:
+			if st == ib.QPStateSQD || !qp.startWQE(w) {
+				return false
+			}
+		}
+		if qp.req.psn.Diff(qp.comp.psn) >= unackedWindow {
+			return false
+		}
+		qp.sendNext(w, now)
+		switch w.state {
+		case wqeFailed:
+			if qp.sq.Head() == qp.req.cur {
+				qp.failSend(w, w.status) // nothing before it: report now
+			}
+			return false
+		case wqeSent:
+			qp.req.cur++
+		}
+	}
+	return true
+}
+
+// startWQE assigns the WQE its PSNs if the flow limits allow it to start.
+func (qp *QP) startWQE(w *sendWQE) bool {
+	if w.flags&ib.SendFence != 0 && qp.req.rdAtomic > 0 {
+		return false // IBV_SEND_FENCE: earlier READs and atomics first
+	}
+	if w.isReadAtomic() {
+		// max_rd_atomic 0 would forbid every READ; allow one, as the
+		// peer's responder needs a resource for it anyway.
+		if qp.req.rdAtomic >= max(1, int(qp.attr.MaxRdAtomic)) {
+			return false
+		}
+		qp.req.rdAtomic++
+	}
+	w.firstPSN = qp.req.psn
+	w.lastPSN = w.firstPSN.Add(w.npkts(qp.mtu) - 1)
+	w.state, w.sent = wqeSending, 0
+	return true
+}
+
+// sendNext sends the WQE's next packet.
+func (qp *QP) sendNext(w *sendWQE, now time.Time) {
+	f := wire.BTHFields{PKey: defaultPKey, DestQP: uint32(qp.attr.DestQPN), PSN: qp.req.psn}
+	switch {
+	case w.opcode == ib.WRRDMARead:
+		// After a retry, ask only for what has not arrived (ROCEV2.md §8.3).
+		done := uint32(qp.req.psn.Diff(w.firstPSN)) * qp.mtu
+		f.Opcode, f.AckRequest = wire.RCReadRequest, true
+		p := qp.xmit.start(qp, &f, 0)
+		p.RETH().Encode(&wire.RETHFields{VA: w.remoteAddr + uint64(done), RKey: uint32(w.rkey), DMALength: w.length - done})
+		qp.xmit.queue(qp, p)
+		qp.req.psn = w.lastPSN.Next()
+		w.state = wqeSent
+	case w.isAtomic():
+		f.Opcode, f.AckRequest = wire.RCFetchAdd, true
+		a := wire.AtomicETHFields{VA: w.remoteAddr, RKey: uint32(w.rkey), SwapAdd: w.compareAdd}
+		if w.opcode == ib.WRAtomicCmpAndSwp {
+			f.Opcode = wire.RCCompareSwap
+			a.SwapAdd, a.Compare = w.swap, w.compareAdd
+		}
+		p := qp.xmit.start(qp, &f, 0)
+		p.AtomicETH().Encode(&a)
+		qp.xmit.queue(qp, p)
+		qp.req.psn = qp.req.psn.Next()
+		w.state = wqeSent
+	default:
+		if !qp.sendSegment(w, &f) {
+			return
+		}
+	}
+	if qp.req.maxPSN.Less(qp.req.psn) {
+		qp.req.maxPSN = qp.req.psn
+	}
+	if f.AckRequest {
+		qp.req.noAck = 0
+	} else {
+		qp.req.noAck++
+	}
+	qp.comp.startTimer(now, &qp.attr)
+}
+
+// sendSegment sends the next packet of a SEND or RDMA WRITE message, whose
+// opcode follows from the message position (ROCEV2.md §5.2).
+func (qp *QP) sendSegment(w *sendWQE, f *wire.BTHFields) bool {
+	resid := w.length - w.sent
+	pos := positionOf(w.sent > 0, resid, qp.mtu)
+	n := min(resid, qp.mtu)
+	last := pos == posLast || pos == posOnly
+	f.Opcode = rcOpcodes[w.opcode][pos]
+	f.AckRequest = last || qp.req.noAck >= ackEvery
+	f.SolicitedEvent = last && w.flags&ib.SendSolicited != 0 &&
+		(w.opcode == ib.WRSend || w.opcode == ib.WRSendWithImm || w.opcode == ib.WRRDMAWriteWithImm)
+	p := qp.xmit.start(qp, f, int(n))
+	if h := p.RETH(); h != nil {
+		h.Encode(&wire.RETHFields{VA: w.remoteAddr, RKey: uint32(w.rkey), DMALength: w.length})
+	}
+	if h := p.ImmDt(); h != nil {
+		h.SetImm(w.imm)
+	}
+	if w.flags&ib.SendInline != 0 {
+		copy(p.Payload(), w.inline[w.sent:w.sent+n])
+	} else if fault := qp.copySGEs(w.sge, w.sent, p.Payload(), false); fault != mem.FaultNone {
+		qp.xmit.abort()
+		w.state, w.status = wqeFailed, ib.WCLocProtErr
+		return false
+	}
+	qp.xmit.queue(qp, p)
+	qp.req.psn = qp.req.psn.Next()
+	w.sent += n
+	if w.sent == w.length {
+		w.state = wqeSent
+	}
+	return true
+}

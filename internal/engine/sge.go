@@ -1,0 +1,44 @@
+package engine
+
+import (
+	"github.com/goverbs/goverbs/internal/mem"
+)
+
+// copySGEs copies between p and the memory an SGE list describes, starting
+// off bytes into the list: into the SGEs when write is set (scatter, needs
+// LOCAL_WRITE), out of them otherwise (gather, local read is always
+// allowed). Every SGE is checked against the MR table with the QP's PD.
+// It returns mem.FaultBounds if the list is shorter than off+len(p).
+func (qp *QP) copySGEs(sges []SGE, off uint32, p []byte, write bool) mem.Fault {
+	need := mem.Access(0)
+	if write {
+		need = mem.LocalWrite
+	}
+	for i := range sges {
+		s := &sges[i]
+		if len(p) == 0 {
+			return mem.FaultNone
+		}
+		if off >= s.Length {
+			off -= s.Length
+			continue
+		}
+		n := min(uint32(len(p)), s.Length-off)
+		ref, f := qp.dev.mrs.Acquire(mem.Key(s.LKey), qp.pd, s.Addr+uint64(off), uint64(n), need)
+		if f != mem.FaultNone {
+			return f
+		}
+		if write {
+			copy(ref.Bytes(), p[:n])
+		} else {
+			copy(p[:n], ref.Bytes())
+		}
+		ref.Release()
+		p = p[n:]
+		off = 0
+	}
+	if len(p) != 0 {
+		return mem.FaultBounds
+	}
+	return mem.FaultNone
+}

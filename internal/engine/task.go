@@ -1,0 +1,64 @@
+package engine
+
+import "sync/atomic"
+
+// Task states, as in rxe_task.c: an idle task is run by whoever schedules
+// it; scheduling a busy task arms it, so the running owner takes one more
+// turn instead of losing the wake-up.
+const (
+	taskIdle int32 = iota
+	taskBusy
+	taskArmed
+)
+
+// maxInlineTurns bounds how many consecutive turns a scheduling goroutine
+// (a poster, the receive loop, the timer) runs before handing the QP to the
+// device worker, so one busy QP cannot hold another caller hostage.
+const maxInlineTurns = 4
+
+// task gives a QP exactly one owner at a time.
+type task struct {
+	state atomic.Int32
+	// turn runs one bounded step of work and reports whether work remains.
+	turn func() (more bool)
+	// handoff continues the task on another goroutine; the task stays busy.
+	handoff func()
+}
+
+// schedule makes sure a turn runs after this call: inline if the task is
+// idle, otherwise by the current owner. It never blocks on the owner.
+func (t *task) schedule() {
+	for {
+		switch t.state.Load() {
+		case taskIdle:
+			if t.state.CompareAndSwap(taskIdle, taskBusy) {
+				t.loop(maxInlineTurns)
+				return
+			}
+		case taskBusy:
+			if t.state.CompareAndSwap(taskBusy, taskArmed) {
+				return
+			}
+		default: // armed: the owner will look again
+			return
+		}
+	}
+}
+
+// loop runs turns as the owner until no work is left, or hands the task
+// over after limit turns that all had more work (limit < 0: no limit).
+func (t *task) loop(limit int) {
+	for n := 1; ; n++ {
+		if t.turn() {
+			if limit >= 0 && n >= limit {
+				t.handoff()
+				return
+			}
+			continue
+		}
+		if t.state.CompareAndSwap(taskBusy, taskIdle) {
+			return
+		}
+		t.state.Store(taskBusy) // it was armed: take another turn
+	}
+}

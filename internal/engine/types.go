@@ -1,0 +1,104 @@
+package engine
+
+import "github.com/goverbs/goverbs/internal/ib"
+
+// SGE is a scatter/gather element: Length bytes at virtual address Addr in
+// the memory region with key LKey (struct ibv_sge).
+type SGE struct {
+	Addr   uint64
+	Length uint32
+	LKey   ib.LKey
+}
+
+// SendWR is a send work request (struct ibv_send_wr). Next chains requests
+// posted in one call.
+type SendWR struct {
+	WRID   uint64
+	Next   *SendWR
+	SGList []SGE
+	Opcode ib.WROpcode
+	Flags  ib.SendFlags
+	// Imm is the immediate data of *_WITH_IMM, in host order; it travels
+	// big-endian in the ImmDt header.
+	Imm uint32
+	// RemoteAddr and RKey address the target of RDMA and atomic operations.
+	RemoteAddr uint64
+	RKey       ib.RKey
+	// CompareAdd is the compare value (CMP_AND_SWP) or the addend
+	// (FETCH_AND_ADD); Swap is the swap value.
+	CompareAdd, Swap uint64
+}
+
+// RecvWR is a receive work request (struct ibv_recv_wr).
+type RecvWR struct {
+	WRID   uint64
+	Next   *RecvWR
+	SGList []SGE
+}
+
+// WC is a work completion (struct ibv_wc). For a failed completion only
+// WRID, Status, QPNum and VendorErr are meaningful.
+type WC struct {
+	WRID      uint64
+	Status    ib.WCStatus
+	Opcode    ib.WCOpcode
+	VendorErr uint32
+	ByteLen   uint32
+	// Imm holds the immediate data (Flags has WCFlagWithImm), in host order.
+	Imm   uint32
+	QPNum ib.QPN
+	SrcQP ib.QPN
+	Flags ib.WCFlags
+}
+
+// QPCap are a QP's queue capacities (struct ibv_qp_cap).
+type QPCap struct {
+	MaxSendWR, MaxRecvWR   uint32
+	MaxSendSGE, MaxRecvSGE uint32
+	MaxInlineData          uint32
+}
+
+// QPInitAttr describes a QP to create (struct ibv_qp_init_attr).
+type QPInitAttr struct {
+	Type           ib.QPType
+	SendCQ, RecvCQ *CQ
+	Cap            QPCap
+	// SQSigAll makes every send WR generate a completion.
+	SQSigAll bool
+}
+
+// AHAttr is an address vector (struct ibv_ah_attr with its GRH). On RoCE
+// IsGlobal must be set and DGID is the peer's IP address.
+type AHAttr struct {
+	DGID         ib.GID
+	FlowLabel    uint32
+	SGIDIndex    uint8
+	HopLimit     uint8
+	TrafficClass uint8
+	IsGlobal     bool
+	SL           uint8
+	PortNum      uint8
+	// DestPort is a goverbs extension: the peer's UDP port, 0 meaning the
+	// RoCEv2 port 4791. It lets several devices share one host in tests.
+	DestPort uint16
+}
+
+// QPAttr holds the attributes of modify and query (struct ibv_qp_attr).
+type QPAttr struct {
+	State, CurState ib.QPState
+	PathMTU         ib.MTU
+	QKey            uint32
+	RQPSN, SQPSN    uint32
+	DestQPN         ib.QPN
+	AccessFlags     ib.AccessFlags
+	Cap             QPCap
+	AH              AHAttr
+	PKeyIndex       uint16
+	MaxRdAtomic     uint8
+	MaxDestRdAtomic uint8
+	MinRNRTimer     uint8
+	PortNum         uint8
+	Timeout         uint8
+	RetryCnt        uint8
+	RNRRetry        uint8
+}
