@@ -20,6 +20,7 @@ var layers = map[string]struct {
 	"cmd/":             {internal: []string{"verbs", "cm", "conn", "internal/perftest", "internal/wire", "internal/capture"}},
 	"internal/capture": {internal: []string{"internal/wire"}, thirdParty: []string{"github.com/gopacket/gopacket"}},
 	"verbs":            {internal: []string{"internal/engine", "internal/ib", "internal/mem", "conn"}},
+	"verbs/verbstest":  {internal: []string{"verbs", "conn"}},
 	"internal/engine":  {internal: []string{"internal/wire", "internal/mem", "internal/queue", "internal/ib", "internal/capture", "conn"}},
 	"internal/mem":     {internal: []string{"internal/ib"}, thirdParty: []string{"golang.org/x/sys"}},
 	"conn":             {thirdParty: []string{"golang.org/x/net", "golang.org/x/sys"}},

@@ -1,0 +1,75 @@
+package verbs
+
+import "fmt"
+
+// Endpoint is what two sides of an RC connection exchange out of band
+// (ibv_rc_pingpong sends the same over TCP): QP number, first PSN, GID and,
+// as a goverbs extension, the UDP port when it is not 4791.
+type Endpoint struct {
+	QPN  QPN
+	PSN  uint32
+	GID  GID
+	Port uint16
+}
+
+// Endpoint describes this QP for the peer, with psn as its first send PSN.
+func (qp *QP) Endpoint(psn uint32) Endpoint {
+	a := qp.pd.dev.Addr()
+	return Endpoint{QPN: qp.QPN(), PSN: psn & 0xffffff, GID: GIDFromAddr(a.Addr()), Port: a.Port()}
+}
+
+// ConnectOptions are the attributes ConnectRC sets; start from
+// DefaultConnectOptions.
+type ConnectOptions struct {
+	// Access is what the peer may do to this QP's memory.
+	Access AccessFlags
+	// PathMTU 0 means the port's active MTU.
+	PathMTU         MTU
+	Timeout         uint8 // local ACK timeout exponent: 4.096 µs × 2^Timeout; 0 = none
+	RetryCnt        uint8
+	RNRRetry        uint8 // 7 = retry forever
+	MinRNRTimer     uint8 // RNR timer code sent in RNR NAKs
+	MaxRdAtomic     uint8 // READ/atomic requests this QP may have outstanding
+	MaxDestRdAtomic uint8 // READ/atomic requests it accepts at once
+}
+
+// DefaultConnectOptions returns the attributes ibv_rc_pingpong uses
+// (timeout 14 ≈ 67 ms, 7 retries, RNR timer 12 = 0.64 ms), with every
+// remote access allowed and 16 outstanding READs/atomics each way.
+func DefaultConnectOptions() ConnectOptions {
+	return ConnectOptions{
+		Access:  AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead | AccessRemoteAtomic,
+		Timeout: 14, RetryCnt: 7, RNRRetry: 7, MinRNRTimer: 12,
+		MaxRdAtomic: 16, MaxDestRdAtomic: 16,
+	}
+}
+
+// ConnectRC moves a QP in RESET through INIT, RTR and RTS so that it talks
+// to remote, sending from PSN localPSN.
+func (qp *QP) ConnectRC(localPSN uint32, remote Endpoint, o ConnectOptions) error {
+	mtu := o.PathMTU
+	if mtu == 0 {
+		p, _ := qp.pd.dev.QueryPort(1)
+		mtu = p.ActiveMTU
+	}
+	steps := []struct {
+		attr QPAttr
+		mask QPAttrMask
+	}{
+		{QPAttr{State: QPStateInit, PortNum: 1, AccessFlags: o.Access},
+			QPAttrState | QPAttrPKeyIndex | QPAttrPort | QPAttrAccessFlags},
+		{QPAttr{State: QPStateRTR, PathMTU: mtu, DestQPN: remote.QPN, RQPSN: remote.PSN,
+			MaxDestRdAtomic: o.MaxDestRdAtomic, MinRNRTimer: o.MinRNRTimer,
+			AH: AHAttr{IsGlobal: true, DGID: remote.GID, HopLimit: 64, PortNum: 1, DestPort: remote.Port}},
+			QPAttrState | QPAttrAV | QPAttrPathMTU | QPAttrDestQPN | QPAttrRQPSN | QPAttrMaxDestRdAtomic | QPAttrMinRNRTimer},
+		{QPAttr{State: QPStateRTS, SQPSN: localPSN, Timeout: o.Timeout, RetryCnt: o.RetryCnt,
+			RNRRetry: o.RNRRetry, MaxRdAtomic: o.MaxRdAtomic},
+			QPAttrState | QPAttrSQPSN | QPAttrTimeout | QPAttrRetryCnt | QPAttrRNRRetry | QPAttrMaxQPRdAtomic},
+	}
+	for _, s := range steps {
+		if err := qp.Modify(&s.attr, s.mask); err != nil {
+			return fmt.Errorf("connect RC: %w", err)
+		}
+	}
+	return nil
+}

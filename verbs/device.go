@@ -1,0 +1,133 @@
+package verbs
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+
+	"github.com/goverbs/goverbs/conn"
+	"github.com/goverbs/goverbs/internal/engine"
+	"github.com/goverbs/goverbs/internal/ib"
+)
+
+// DeviceConfig describes a software RDMA device. The zero value is a device
+// on 127.0.0.1:4791.
+type DeviceConfig struct {
+	// Name is the device name; "" picks "goverbs0", "goverbs1", ….
+	Name string
+	// Addr is the IP address and UDP port to bind. The zero value means
+	// 127.0.0.1 on the RoCEv2 port 4791; an address with port 0 gets a
+	// free port from the kernel. Devices that share a host need their own
+	// ports, which peers learn from Endpoint.Port (AHAttr.DestPort).
+	Addr netip.AddrPort
+	// Bind, if set, is the link to use instead of a UDP socket, such as an
+	// in-memory fabric from conn/memconn. Addr is then ignored.
+	Bind conn.Bind
+	// LinkMTU is the MTU of the underlying link; the port's active MTU is
+	// derived from it as rxe does (LinkMTU − 80, rounded down to an IB
+	// MTU). Zero means 1500 for UDP on a non-loopback address, and 4176
+	// (active MTU 4096) on loopback and in-memory links.
+	LinkMTU int
+}
+
+// Device is an open software RDMA device (struct ibv_context).
+type Device struct {
+	name string
+	e    *engine.Device
+}
+
+var registry struct {
+	sync.Mutex
+	devs []*Device
+	next int
+}
+
+// OpenDevice creates a software RDMA device and starts it.
+func OpenDevice(cfg DeviceConfig) (*Device, error) {
+	bind := cfg.Bind
+	if bind == nil {
+		addr := cfg.Addr
+		if !addr.Addr().IsValid() {
+			addr = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), conn.RoCEv2Port)
+		}
+		b, err := conn.ListenUDP(addr)
+		if err != nil {
+			return nil, fmt.Errorf("open device: %w", err)
+		}
+		bind = b
+	}
+	linkMTU := cfg.LinkMTU
+	if linkMTU == 0 {
+		linkMTU = 4096 + 80
+		if cfg.Bind == nil && !bind.LocalAddr().Addr().IsLoopback() {
+			linkMTU = 1500
+		}
+	}
+	e, err := engine.NewDevice(engine.DeviceConfig{Bind: bind, ActiveMTU: ib.ActiveMTU(linkMTU)})
+	if err != nil {
+		bind.Close()
+		return nil, fmt.Errorf("open device: %w", err)
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	d := &Device{name: cfg.Name, e: e}
+	if d.name == "" {
+		d.name = fmt.Sprintf("goverbs%d", registry.next)
+		registry.next++
+	}
+	registry.devs = append(registry.devs, d)
+	return d, nil
+}
+
+// Devices returns the devices open in this process (ibv_get_device_list).
+func Devices() []*Device {
+	registry.Lock()
+	defer registry.Unlock()
+	return append([]*Device(nil), registry.devs...)
+}
+
+// Name returns the device name.
+func (d *Device) Name() string { return d.name }
+
+// Close stops the device and releases its socket (ibv_close_device).
+func (d *Device) Close() error {
+	registry.Lock()
+	for i, x := range registry.devs {
+		if x == d {
+			registry.devs = append(registry.devs[:i], registry.devs[i+1:]...)
+			break
+		}
+	}
+	registry.Unlock()
+	if err := d.e.Close(); err != nil && !errors.Is(err, engine.ErrClosed) {
+		return fmt.Errorf("close device %s: %w", d.name, err)
+	}
+	return nil
+}
+
+// Addr returns the device's IP address and UDP port.
+func (d *Device) Addr() netip.AddrPort { return d.e.LocalAddr() }
+
+// Counters returns a snapshot of the device's counters; Counter values
+// index it and name themselves like rxe's hw_counters.
+func (d *Device) Counters() Counters { return d.e.Counters() }
+
+// AllocPD allocates a protection domain (ibv_alloc_pd).
+func (d *Device) AllocPD() (*PD, error) {
+	id, err := d.e.AllocPD()
+	if err != nil {
+		return nil, fmt.Errorf("alloc PD: %w", err)
+	}
+	return &PD{dev: d, id: id}, nil
+}
+
+// CreateCQ creates a completion queue with room for at least cqe
+// completions (ibv_create_cq).
+func (d *Device) CreateCQ(cqe int) (*CQ, error) {
+	c, err := d.e.CreateCQ(cqe)
+	if err != nil {
+		return nil, err
+	}
+	return &CQ{c: c}, nil
+}

@@ -1,0 +1,5 @@
+package verbs_test
+
+import "time"
+
+func sleepBriefly() { time.Sleep(time.Millisecond) }

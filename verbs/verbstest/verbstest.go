@@ -1,0 +1,220 @@
+// Package verbstest builds connected RC queue pairs on two devices for
+// tests: over the in-memory fabric (with its loss, duplication and delay
+// controls) or over UDP on loopback. It is a real stack, not a mock.
+package verbstest
+
+import (
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/goverbs/goverbs/conn/memconn"
+	"github.com/goverbs/goverbs/verbs"
+)
+
+// Link selects how the two devices are connected.
+type Link int
+
+const (
+	// Mem connects the devices through conn/memconn in this process.
+	Mem Link = iota
+	// UDP gives each device its own UDP socket on 127.0.0.1.
+	UDP
+)
+
+func (l Link) String() string {
+	if l == UDP {
+		return "udp"
+	}
+	return "mem"
+}
+
+// Options configure a Pair. The zero value works.
+type Options struct {
+	Link Link
+	// Impairments apply to the in-memory fabric.
+	Impairments memconn.Impairments
+	// Cap is used for both QPs; zero fields get small defaults.
+	Cap verbs.QPCap
+	// CQSize is the size of each CQ; 0 means 256.
+	CQSize int
+	// Connect configures both sides; nil means DefaultConnectOptions.
+	Connect *verbs.ConnectOptions
+	// ConnectB overrides Connect for side B.
+	ConnectB *verbs.ConnectOptions
+	// SQSigAll is passed to both QPs.
+	SQSigAll bool
+}
+
+// Side is one end of a Pair.
+type Side struct {
+	Dev    *verbs.Device
+	PD     *verbs.PD
+	SendCQ *verbs.CQ
+	RecvCQ *verbs.CQ
+	QP     *verbs.QP
+}
+
+// Pair is two connected RC QPs on two devices.
+type Pair struct {
+	A, B *Side
+	// Net is the fabric of a Mem pair, for changing impairments or adding a
+	// filter during the test.
+	Net *memconn.Network
+}
+
+// New builds a connected pair and closes it when the test ends.
+func New(tb testing.TB, o Options) *Pair {
+	tb.Helper()
+	p := &Pair{}
+	var cfgA, cfgB verbs.DeviceConfig
+	switch o.Link {
+	case Mem:
+		p.Net = memconn.NewNetwork(memconn.Options{Impairments: o.Impairments})
+		a, err := p.Net.Listen(netip.MustParseAddrPort("10.0.0.1:4791"))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		b, err := p.Net.Listen(netip.MustParseAddrPort("10.0.0.2:4791"))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		cfgA, cfgB = verbs.DeviceConfig{Bind: a}, verbs.DeviceConfig{Bind: b}
+	case UDP:
+		lo := netip.MustParseAddrPort("127.0.0.1:0") // ephemeral ports
+		cfgA, cfgB = verbs.DeviceConfig{Addr: lo}, verbs.DeviceConfig{Addr: lo}
+	}
+	p.A = newSide(tb, cfgA, &o)
+	p.B = newSide(tb, cfgB, &o)
+	ca := verbs.DefaultConnectOptions()
+	if o.Connect != nil {
+		ca = *o.Connect
+	}
+	cb := ca
+	if o.ConnectB != nil {
+		cb = *o.ConnectB
+	}
+	const psnA, psnB = 0xfffff0, 0x000123 // A wraps its PSN early on purpose
+	if err := p.A.QP.ConnectRC(psnA, p.B.QP.Endpoint(psnB), ca); err != nil {
+		tb.Fatal(err)
+	}
+	if err := p.B.QP.ConnectRC(psnB, p.A.QP.Endpoint(psnA), cb); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+func newSide(tb testing.TB, cfg verbs.DeviceConfig, o *Options) *Side {
+	tb.Helper()
+	d, err := verbs.OpenDevice(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { d.Close() })
+	pd, err := d.AllocPD()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return (&Side{Dev: d, PD: pd}).another(tb, o)
+}
+
+// another returns a side on the same device and PD with new CQs and QP.
+func (s0 *Side) another(tb testing.TB, o *Options) *Side {
+	tb.Helper()
+	s := &Side{Dev: s0.Dev, PD: s0.PD}
+	var err error
+	n := o.CQSize
+	if n == 0 {
+		n = 256
+	}
+	if s.SendCQ, err = s.Dev.CreateCQ(n); err != nil {
+		tb.Fatal(err)
+	}
+	if s.RecvCQ, err = s.Dev.CreateCQ(n); err != nil {
+		tb.Fatal(err)
+	}
+	c := o.Cap
+	c.MaxSendWR = max(c.MaxSendWR, 64)
+	c.MaxRecvWR = max(c.MaxRecvWR, 64)
+	c.MaxSendSGE = max(c.MaxSendSGE, 4)
+	c.MaxRecvSGE = max(c.MaxRecvSGE, 4)
+	c.MaxInlineData = max(c.MaxInlineData, 64)
+	s.QP, err = s.PD.CreateQP(&verbs.QPInitAttr{Type: verbs.QPTypeRC, SendCQ: s.SendCQ, RecvCQ: s.RecvCQ, Cap: c, SQSigAll: o.SQSigAll})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// Poll waits until n completions arrived on cq or the timeout passed, and
+// returns what it got.
+func Poll(cq *verbs.CQ, n int, timeout time.Duration) ([]verbs.WC, error) {
+	wcs := make([]verbs.WC, n)
+	got := 0
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for got < n {
+		k, err := cq.Poll(wcs[got:])
+		if err != nil {
+			return wcs[:got], err
+		}
+		got += k
+		if got == n {
+			break
+		}
+		select {
+		case <-cq.Notify():
+		case <-deadline.C:
+			return wcs[:got], fmt.Errorf("got %d of %d completions in %v", got, n, timeout)
+		}
+	}
+	return wcs, nil
+}
+
+// MustPoll is Poll that fails the test on a timeout.
+func MustPoll(tb testing.TB, cq *verbs.CQ, n int) []verbs.WC {
+	tb.Helper()
+	wcs, err := Poll(cq, n, 10*time.Second)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return wcs
+}
+
+// Buffer registers a fresh buffer of n bytes (at least one: a region
+// cannot be empty) with all access rights on side s and fills it with a
+// pattern derived from seed.
+func (s *Side) Buffer(tb testing.TB, n int, seed byte) *verbs.MR {
+	tb.Helper()
+	buf := make([]byte, max(n, 1))
+	for i := range buf {
+		buf[i] = byte(i*31) ^ seed
+	}
+	mr, err := s.PD.RegMR(buf, verbs.AccessLocalWrite|verbs.AccessRemoteWrite|verbs.AccessRemoteRead|verbs.AccessRemoteAtomic)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { mr.Dereg() })
+	return mr
+}
+
+// Another creates one more connected QP pair on the same two devices, each
+// QP with its own CQs.
+func (p *Pair) Another(tb testing.TB, o Options) *Pair {
+	tb.Helper()
+	q := &Pair{Net: p.Net}
+	q.A = p.A.another(tb, &o)
+	q.B = p.B.another(tb, &o)
+	c := verbs.DefaultConnectOptions()
+	if o.Connect != nil {
+		c = *o.Connect
+	}
+	if err := q.A.QP.ConnectRC(1, q.B.QP.Endpoint(2), c); err != nil {
+		tb.Fatal(err)
+	}
+	if err := q.B.QP.ConnectRC(2, q.A.QP.Endpoint(1), c); err != nil {
+		tb.Fatal(err)
+	}
+	return q
+}
