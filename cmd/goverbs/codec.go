@@ -10,10 +10,10 @@ import (
 	"github.com/goverbs/goverbs/internal/wire"
 )
 
-// demo builds the exchange of ROCEV2.md §4.4 Example C — an RC SEND_ONLY of
+// codecDemo builds the exchange of ROCEV2.md §4.4 Example C — an RC SEND_ONLY of
 // "hello" from QP 0x11 to QP 0x12 and the responder's ACK — prints the
 // bytes and the decode, and shows the ICRC catching a bit flipped in flight.
-func demo(w io.Writer) error {
+func codecDemo(w io.Writer) error {
 	req := wire.Envelope{
 		Src: netip.MustParseAddr("192.168.1.1"), Dst: netip.MustParseAddr("192.168.1.2"),
 		FlagsFragment: wire.FlagDontFragment, SrcPort: 0xdf94, DstPort: wire.UDPPort,

@@ -1,6 +1,7 @@
 // Command goverbs is the goverbs command-line tool.
 //
-//	goverbs demo            show a RoCEv2 exchange built and checked by the codec
+//	goverbs demo            run every RC operation between two devices on loopback UDP
+//	goverbs codec           show a RoCEv2 exchange built and checked by the codec
 //	goverbs decode FILE     decode the RoCEv2 frames of a pcap file
 package main
 
@@ -26,7 +27,9 @@ var errUsage = errors.New("usage")
 const usage = `usage: goverbs <command> [arguments]
 
 commands:
-  demo            build an RC SEND and its ACK with the RoCEv2 codec, print and verify them
+  demo            run SEND, RDMA WRITE (with and without immediate), RDMA READ and both
+                  atomics between two devices on loopback UDP, verify the data, report speed
+  codec           build an RC SEND and its ACK with the RoCEv2 codec, print and verify them
   decode FILE     decode the RoCEv2 frames (UDP port 4791) of a pcap file and check their ICRCs
   help            show this text
 `
@@ -41,7 +44,12 @@ func run(args []string, stdout io.Writer) error {
 		if len(rest) != 0 {
 			return fmt.Errorf("%w: demo takes no arguments", errUsage)
 		}
-		return demo(stdout)
+		return demo(stdout, defaultDemo)
+	case "codec":
+		if len(rest) != 0 {
+			return fmt.Errorf("%w: codec takes no arguments", errUsage)
+		}
+		return codecDemo(stdout)
 	case "decode":
 		if len(rest) != 1 {
 			return fmt.Errorf("%w: decode FILE", errUsage)

@@ -34,12 +34,12 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-func TestDemo(t *testing.T) {
+func TestCodecDemo(t *testing.T) {
 	var out bytes.Buffer
-	if err := run([]string{"demo"}, &out); err != nil {
+	if err := run([]string{"codec"}, &out); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "demo.golden", out.Bytes())
+	golden(t, "codec.golden", out.Bytes())
 	// The demo's packets are the reference vectors of ROCEV2.md §4.4.
 	for _, want := range []string{"7d 8e d0 d8", "2d 8e 58 b6", "ICRC BAD"} {
 		if !strings.Contains(out.String(), want) {
@@ -105,5 +105,22 @@ func TestUsageErrors(t *testing.T) {
 	}
 	if err := run([]string{"help"}, &out); err != nil || !strings.Contains(out.String(), "decode FILE") {
 		t.Errorf("help: %v %q", err, out.String())
+	}
+}
+
+// TestLoopbackDemo runs the README's main job at a small size: every
+// operation must complete and verify its data over real UDP sockets.
+func TestLoopbackDemo(t *testing.T) {
+	var out bytes.Buffer
+	if err := demo(&out, demoConfig{size: 5000, iters: 40, depth: 4}); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, op := range []string{"SEND", "RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "RDMA_READ", "ATOMIC_FETCH_AND_ADD", "ATOMIC_CMP_AND_SWP"} {
+		if !strings.Contains(out.String(), "  "+op+" ") {
+			t.Errorf("report lacks %s:\n%s", op, out.String())
+		}
+	}
+	if got := strings.Count(out.String(), "verified"); got != 6 {
+		t.Errorf("%d operations verified, want 6:\n%s", got, out.String())
 	}
 }
