@@ -253,13 +253,17 @@ func (qp *QP) fatalNAK(psn wire.PSN, code wire.NAKCode) {
 }
 
 // checkTimers fires the local ACK timeout. While an RNR wait is pending the
-// timeout does not start a retry (ROCEV2.md §8.3).
+// timeout does not start a retry (ROCEV2.md §8.3): it is dropped, and the
+// resend after the wait starts the timer again.
 func (qp *QP) checkTimers(now time.Time) {
 	d := qp.comp.deadline
-	if d.IsZero() || now.Before(d) || (!qp.req.rnrUntil.IsZero() && now.Before(qp.req.rnrUntil)) {
+	if d.IsZero() || now.Before(d) {
 		return
 	}
 	qp.comp.deadline = time.Time{}
+	if !qp.req.rnrUntil.IsZero() && now.Before(qp.req.rnrUntil) {
+		return
+	}
 	if qp.comp.psn == qp.req.maxPSN {
 		return
 	}
