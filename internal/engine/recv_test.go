@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/goverbs/goverbs/conn"
 	"github.com/goverbs/goverbs/internal/wire"
 )
 
@@ -62,5 +63,28 @@ func TestReceiveChecks(t *testing.T) {
 			t.Errorf("%s: %s %d→%d, rcvd_pkts %d→%d", c.name, c.want, before.Get(c.want), after.Get(c.want),
 				before.Get(RcvdPkts), after.Get(RcvdPkts))
 		}
+	}
+}
+
+// TestICRCWithUnseenIPID: over a UDP socket the IPv4 ID is unknown; a
+// packet sealed with any ID is accepted, a corrupted one is not, and a link
+// that reports the ID gets the strict check.
+func TestICRCWithUnseenIPID(t *testing.T) {
+	env := wire.Envelope{Src: netip.MustParseAddr("10.77.0.2"), Dst: netip.MustParseAddr("10.77.0.1"),
+		FlagsFragment: wire.FlagDontFragment, SrcPort: 0xf67e, DstPort: 4791}
+	sealed := env
+	sealed.IPID = 0x7ca9
+	p, _ := wire.NewPacket(make([]byte, 128), 0, &wire.BTHFields{Opcode: wire.RCSendOnly, PKey: 0xffff, DestQP: 0x11}, 40)
+	p.SealICRC(&sealed)
+	check := func(m conn.Message) bool { e := env; return icrcOK(p, &e, &m) }
+	if !check(conn.Message{}) {
+		t.Error("UDP receive: packet with IP ID 0x7ca9 rejected")
+	}
+	if check(conn.Message{HasIPID: true, IPID: 0}) || !check(conn.Message{HasIPID: true, IPID: 0x7ca9}) {
+		t.Error("a link that knows the ID must get the strict check")
+	}
+	p.Payload()[3] ^= 0x10
+	if check(conn.Message{}) {
+		t.Error("corrupted packet accepted")
 	}
 }

@@ -92,6 +92,10 @@ func TestRxeCaptures(t *testing.T) {
 				if err := p.CheckICRC(&fr.Envelope); err != nil {
 					t.Errorf("frame %d: %v (computed %#08x)", i+1, err, p.ComputeICRC(&fr.Envelope))
 				}
+				// What a UDP socket receiver can do without the IP header.
+				if id, err := p.CheckICRCAnyIPID(&fr.Envelope); err != nil || id != w.ipID {
+					t.Errorf("frame %d: ID recovered from the ICRC %#x, %v; want %#x", i+1, id, err, w.ipID)
+				}
 				if a := p.AETH(); a != nil && (a.Syndrome() != wire.ACKSyndrome(wire.CreditsUnlimited) || a.MSN() != 1) {
 					t.Errorf("frame %d: AETH %+v, want ACK 0x1f MSN 1", i+1, a.Decode())
 				}
