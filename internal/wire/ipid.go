@@ -144,7 +144,7 @@ func (s *ipidSolver) solve(t uint32) (uint16, bool) {
 	}
 	var id uint16
 	for b := range 16 {
-		if parity(s.tmask[b]&t) {
+		if parity(s.tmask[b] & t) {
 			id |= 1 << b
 		}
 	}
