@@ -59,43 +59,62 @@ func (qp *QP) complete(p wire.Packet, now time.Time) {
 		qp.dev.counters.inc(DropDuplicateResponse)
 		return
 	}
-	// A response is for a PSN sent and not yet acknowledged; the one
-	// exception is a NAK for the PSN the requester has just rewound to.
-	if (!psn.Less(qp.req.maxPSN) && psn != qp.comp.psn) || qp.oldest() == nil {
-		qp.dev.counters.inc(DropUnexpectedResponse)
+	if !psn.Less(qp.req.maxPSN) || qp.oldest() == nil {
+		qp.dev.counters.inc(DropUnexpectedResponse) // for nothing ever sent
 		return
 	}
-	before := qp.comp.psn
-	switch op := p.Opcode(); {
-	case op == wire.RCAcknowledge:
-		syn := p.AETH().Syndrome()
-		switch syn.Type() {
-		case wire.SyndromeACK:
-			qp.ack(psn, now)
-		case wire.SyndromeRNRNAK:
-			qp.rnrNAK(psn, syn.RNRTimer(), now)
-		case wire.SyndromeNAK:
-			qp.dev.counters.inc(NAKRcvd)
-			if syn.NAKCode() == wire.NAKPSNSequenceError {
-				qp.seqNAK(psn, now)
-			} else {
-				qp.fatalNAK(psn, syn.NAKCode())
-			}
-		default:
-			qp.dev.counters.inc(DropUnexpectedResponse)
+	before, wasRetrying := qp.comp.psn, qp.comp.retrying
+	isNAK := false
+	// Every response acknowledges the requests before its PSN. A READ or
+	// atomic is completed only by its own response: a response after it
+	// means that one was lost (rxe check_psn), whatever the packet says.
+	if w := qp.completeThrough(psn.Sub(1)); w != nil && w.isReadAtomic() && w.lastPSN.Less(psn) {
+		if w.state == wqeSent {
+			qp.retry(now, false)
 		}
-	case op == wire.RCAtomicAcknowledge:
-		qp.atomicACK(p, psn)
-	default: // READ responses
-		qp.readResponse(p, psn)
+	} else {
+		switch op := p.Opcode(); {
+		case op == wire.RCAcknowledge:
+			syn := p.AETH().Syndrome()
+			isNAK = syn.Type() != wire.SyndromeACK
+			switch syn.Type() {
+			case wire.SyndromeACK:
+				qp.ack(psn, now)
+			case wire.SyndromeRNRNAK:
+				qp.rnrNAK(psn, syn.RNRTimer(), now)
+			case wire.SyndromeNAK:
+				qp.dev.counters.inc(NAKRcvd)
+				if syn.NAKCode() == wire.NAKPSNSequenceError {
+					qp.seqNAK(psn, now)
+				} else {
+					qp.fatalNAK(psn, syn.NAKCode())
+				}
+			default:
+				qp.dev.counters.inc(DropUnexpectedResponse)
+			}
+		case op == wire.RCAtomicAcknowledge:
+			qp.atomicACK(p, psn)
+		default: // READ responses
+			qp.readResponse(p, psn)
+		}
 	}
 	if qp.State() == ib.QPStateErr {
 		return
 	}
+	// A WQE that failed locally is reported once it is the oldest
+	// (ROCEV2.md §10.1), also when a READ or atomic before it just ended.
+	if w := qp.oldest(); w != nil && w.state == wqeFailed {
+		qp.failSend(w, w.status)
+		return
+	}
 	if qp.comp.psn != before {
-		qp.comp.reload(&qp.attr)
+		if !isNAK {
+			qp.comp.reload(&qp.attr) // rxe reloads the counters on ACKs only
+		}
 		qp.comp.restartTimer(now, &qp.attr)
-		qp.comp.retrying = false
+		if !qp.comp.retrying || wasRetrying {
+			qp.comp.retrying = false // progress ends a retry, but not the one just started
+		}
 		if qp.req.psn.Less(qp.comp.psn) {
 			// Late responses acknowledged what a go-back-N was about to
 			// send again: resume after them, without counting a retry.

@@ -129,8 +129,11 @@ func (qp *QP) apply(a *QPAttr, mask ib.QPAttrMask) {
 	set(ib.QPAttrMaxQPRdAtomic, func() { t.MaxRdAtomic = a.MaxRdAtomic })
 	set(ib.QPAttrMaxDestRdAtomic, func() { t.MaxDestRdAtomic = a.MaxDestRdAtomic })
 	set(ib.QPAttrMinRNRTimer, func() { t.MinRNRTimer = a.MinRNRTimer })
-	set(ib.QPAttrDestQPN, func() { t.DestQPN = a.DestQPN & wire.PSNMask })
+	set(ib.QPAttrDestQPN, func() { t.DestQPN = a.DestQPN & qpnMask })
 }
+
+// qpnMask keeps the 24 bits of a QP number.
+const qpnMask = 1<<24 - 1
 
 // enterRTR readies the responder: expected PSN, peer address, resources.
 func (qp *QP) enterRTR() {

@@ -56,8 +56,8 @@ type QP struct {
 	destroyed bool
 }
 
-// Errors of QP verbs. Posting errors are pre-built so a failing post does
-// not allocate.
+// Errors of QP verbs. Posting errors are sentinels; PostSend and PostRecv
+// wrap them in a PostError that says which request of a chain failed.
 var (
 	ErrQPState       = errors.New("QP state does not allow this")
 	ErrQueueFull     = errors.New("work queue full")
@@ -167,6 +167,7 @@ func (qp *QP) shutdown() {
 	qp.state.Store(uint32(ib.QPStateErr))
 	qp.dropInbound()
 	qp.xmit.discard()
+	qp.dev.timers.remove(qp) // a turn that ran before may have re-armed it
 }
 
 // dropInbound frees every queued received packet. Called with mu held.
@@ -193,10 +194,14 @@ func (qp *QP) turn() (more bool) {
 		if in == nil {
 			break
 		}
-		p := in.packet()
-		if p.Info().Is(wire.OpRequest) {
+		// The receive loop checked the state, but a Modify (to RESET,
+		// say) may have come between its check and this turn.
+		switch p := in.packet(); {
+		case !stateAccepts(qp.State(), p):
+			qp.dev.counters.inc(DropQPState)
+		case p.Info().Is(wire.OpRequest):
 			qp.respond(p)
-		} else {
+		default:
 			qp.complete(p, now)
 		}
 		putBuf(in.buf)

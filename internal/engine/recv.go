@@ -101,13 +101,7 @@ func (d *Device) accept(m *conn.Message) *QP {
 		d.counters.inc(DropWrongTransport)
 		return nil
 	}
-	// Requests need RTR or later, responses RTS or later (rxe_recv.c).
-	st := qp.State()
-	min := ib.QPStateRTS
-	if p.Info().Is(wire.OpRequest) {
-		min = ib.QPStateRTR
-	}
-	if st < min || st == ib.QPStateErr {
+	if !stateAccepts(qp.State(), p) {
 		d.counters.inc(DropQPState)
 		return nil
 	}
@@ -140,6 +134,16 @@ func icrcOK(p wire.Packet, env *wire.Envelope, m *conn.Message) bool {
 	}
 	_, err := p.CheckICRCAnyIPID(env)
 	return err == nil
+}
+
+// stateAccepts applies the QP-state rule of rxe_recv.c: requests need RTR
+// or later, responses RTS or later, and a QP in ERR takes nothing.
+func stateAccepts(st ib.QPState, p wire.Packet) bool {
+	min := ib.QPStateRTS
+	if p.Info().Is(wire.OpRequest) {
+		min = ib.QPStateRTR
+	}
+	return st >= min && st != ib.QPStateErr
 }
 
 func transportMatches(t wire.Transport, qt ib.QPType) bool {
