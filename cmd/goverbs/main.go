@@ -3,17 +3,30 @@
 //	goverbs demo            run every RC operation between two devices on loopback UDP
 //	goverbs codec           show a RoCEv2 exchange built and checked by the codec
 //	goverbs decode FILE     decode the RoCEv2 frames of a pcap file
+//	goverbs ibv_rc_pingpong [options] [host]
+//
+// Subcommands named after the rdma-core tools take the same options and
+// print the same output; a link to the binary with the tool's name (for
+// example ibv_rc_pingpong -> goverbs) runs that subcommand directly.
 package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+
+	"github.com/goverbs/goverbs/internal/pingpong"
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
+	args := os.Args[1:]
+	if name := filepath.Base(os.Args[0]); tools[name] != nil {
+		args = append([]string{name}, args...)
+	}
+	if err := run(args, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "goverbs:", err)
 		if errors.Is(err, errUsage) {
 			os.Exit(2)
@@ -24,6 +37,22 @@ func main() {
 
 var errUsage = errors.New("usage")
 
+// tools are the subcommands that stand in for rdma-core tools.
+var tools = map[string]func(args []string, stdout, stderr io.Writer) error{
+	"ibv_rc_pingpong": rcPingpong,
+}
+
+func rcPingpong(args []string, stdout, stderr io.Writer) error {
+	cfg, err := pingpong.ParseArgs("ibv_rc_pingpong", args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return pingpong.Run(cfg, stdout)
+}
+
 const usage = `usage: goverbs <command> [arguments]
 
 commands:
@@ -31,10 +60,12 @@ commands:
                   atomics between two devices on loopback UDP, verify the data, report speed
   codec           build an RC SEND and its ACK with the RoCEv2 codec, print and verify them
   decode FILE     decode the RoCEv2 frames (UDP port 4791) of a pcap file and check their ICRCs
+  ibv_rc_pingpong [options] [host]
+                  RC ping-pong with the options, exchange and output of rdma-core's tool
   help            show this text
 `
 
-func run(args []string, stdout io.Writer) error {
+func run(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stdout, usage)
 		return fmt.Errorf("%w: no command given", errUsage)
@@ -55,6 +86,8 @@ func run(args []string, stdout io.Writer) error {
 			return fmt.Errorf("%w: decode FILE", errUsage)
 		}
 		return decodeFile(rest[0], stdout)
+	case "ibv_rc_pingpong":
+		return tools[cmd](rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -36,7 +37,7 @@ func golden(t *testing.T, name string, got []byte) {
 
 func TestCodecDemo(t *testing.T) {
 	var out bytes.Buffer
-	if err := run([]string{"codec"}, &out); err != nil {
+	if err := run([]string{"codec"}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "codec.golden", out.Bytes())
@@ -86,24 +87,24 @@ func TestDecode(t *testing.T) {
 	}
 	f.Close()
 	var out bytes.Buffer
-	if err := run([]string{"decode", path}, &out); err != nil {
+	if err := run([]string{"decode", path}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "decode.golden", out.Bytes())
 }
 
 func TestUsageErrors(t *testing.T) {
-	for _, args := range [][]string{nil, {"bogus"}, {"decode"}, {"demo", "x"}} {
+	for _, args := range [][]string{nil, {"bogus"}, {"decode"}, {"demo", "x"}, {"ibv_rc_pingpong", "-m", "100"}} {
 		var out bytes.Buffer
-		if err := run(args, &out); !errors.Is(err, errUsage) {
+		if err := run(args, &out, io.Discard); !errors.Is(err, errUsage) {
 			t.Errorf("%q: err = %v, want a usage error", args, err)
 		}
 	}
 	var out bytes.Buffer
-	if err := run([]string{"decode", filepath.Join(t.TempDir(), "missing.pcap")}, &out); err == nil || errors.Is(err, errUsage) {
+	if err := run([]string{"decode", filepath.Join(t.TempDir(), "missing.pcap")}, &out, io.Discard); err == nil || errors.Is(err, errUsage) {
 		t.Errorf("missing file: %v", err)
 	}
-	if err := run([]string{"help"}, &out); err != nil || !strings.Contains(out.String(), "decode FILE") {
+	if err := run([]string{"help"}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "decode FILE") {
 		t.Errorf("help: %v %q", err, out.String())
 	}
 }

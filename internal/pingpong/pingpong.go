@@ -1,0 +1,315 @@
+// Package pingpong is the goverbs counterpart of rdma-core's
+// ibv_rc_pingpong: the same options, the same TCP exchange of QP number,
+// PSN and GID (CONNECT.md §1), the same RC ping-pong of SENDs and the same
+// output, so it can stand on either side of a connection with the C tool.
+package pingpong
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/goverbs/goverbs/verbs"
+)
+
+// Work request ids, as in rc_pingpong: the pending mask is built from them.
+const (
+	recvWRID = 1
+	sendWRID = 2
+)
+
+func mtuOf(n int) (verbs.MTU, bool) {
+	for m := verbs.MTU256; m <= verbs.MTU4096; m++ {
+		if m.Bytes() == n {
+			return m, true
+		}
+	}
+	return 0, false
+}
+
+// session is one run's RDMA resources.
+type session struct {
+	cfg   Config
+	dev   *verbs.Device
+	pd    *verbs.PD
+	cq    *verbs.CQ
+	qp    *verbs.QP
+	mr    *verbs.MR
+	routs int // receives outstanding
+}
+
+// Run performs one ping-pong run. Progress lines go to stdout as the C tool
+// prints them; failures are returned (the caller prints them and exits 1).
+func Run(cfg Config, stdout io.Writer) error {
+	c, err := exchangeConn(cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	s, err := open(cfg, c)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+
+	my := dest{qpn: uint32(s.qp.QPN()), psn: rand.Uint32() & 0xffffff}
+	my.gid, _ = s.dev.QueryGID(1, 0)
+	printDest(stdout, "  local address: ", &my)
+	rem, err := s.exchange(c, &my)
+	if err != nil {
+		return err
+	}
+	printDest(stdout, "  remote address:", &rem)
+	return s.pingpong(stdout)
+}
+
+// exchangeConn opens the TCP connection of the out-of-band exchange: the
+// server accepts one connection on every address, the client dials.
+func exchangeConn(cfg Config) (net.Conn, error) {
+	port := strconv.Itoa(cfg.Port)
+	if cfg.Server != "" {
+		c, err := net.Dial("tcp", net.JoinHostPort(cfg.Server, port))
+		if err != nil {
+			return nil, fmt.Errorf("Couldn't connect to %s:%d: %w", cfg.Server, cfg.Port, err)
+		}
+		return c, nil
+	}
+	ln, err := net.Listen("tcp", ":"+port)
+	if err != nil {
+		return nil, fmt.Errorf("Couldn't listen to port %d: %w", cfg.Port, err)
+	}
+	defer ln.Close()
+	c, err := ln.Accept()
+	if err != nil {
+		return nil, fmt.Errorf("accept() failed: %w", err)
+	}
+	return c, nil
+}
+
+// open creates the device on the RoCE address — by default the IP this
+// end of the TCP connection uses — and the QP, CQ and buffer of
+// rc_pingpong, and posts rx_depth receives.
+func open(cfg Config, c net.Conn) (*session, error) {
+	addr := netip.AddrPortFrom(c.LocalAddr().(*net.TCPAddr).AddrPort().Addr().Unmap(), 4791)
+	if cfg.Addr != "" {
+		addr, _ = parseAddr(cfg.Addr)
+	}
+	if cfg.IBPort != 1 {
+		return nil, fmt.Errorf("Couldn't get port info: port %d", cfg.IBPort)
+	}
+	dev, err := verbs.OpenDevice(verbs.DeviceConfig{Name: cfg.IBDev, Addr: addr, LinkMTU: 4096 + 80})
+	if err != nil {
+		return nil, fmt.Errorf("Couldn't get context for %s: %w", cfg.IBDev, err)
+	}
+	s := &session{cfg: cfg, dev: dev}
+	if s.pd, err = dev.AllocPD(); err != nil {
+		return nil, s.fail("Couldn't allocate PD", err)
+	}
+	// The buffer is filled with 0x7b and shared by every send and receive,
+	// so each message echoes the one received last.
+	buf := make([]byte, cfg.Size)
+	for i := range buf {
+		buf[i] = 0x7b
+	}
+	if s.mr, err = s.pd.RegMR(buf, verbs.AccessLocalWrite); err != nil {
+		return nil, s.fail("Couldn't register MR", err)
+	}
+	if s.cq, err = dev.CreateCQ(cfg.RxDepth + 1); err != nil {
+		return nil, s.fail("Couldn't create CQ", err)
+	}
+	s.qp, err = s.pd.CreateQP(&verbs.QPInitAttr{Type: verbs.QPTypeRC, SendCQ: s.cq, RecvCQ: s.cq,
+		Cap: verbs.QPCap{MaxSendWR: 1, MaxRecvWR: uint32(cfg.RxDepth), MaxSendSGE: 1, MaxRecvSGE: 1}})
+	if err != nil {
+		return nil, s.fail("Couldn't create QP", err)
+	}
+	init := verbs.QPAttr{State: verbs.QPStateInit, PortNum: 1}
+	if err := s.qp.Modify(&init, verbs.QPAttrState|verbs.QPAttrPKeyIndex|verbs.QPAttrPort|verbs.QPAttrAccessFlags); err != nil {
+		return nil, s.fail("Failed to modify QP to INIT", err)
+	}
+	if s.routs = s.postRecv(cfg.RxDepth); s.routs < cfg.RxDepth {
+		return nil, s.fail(fmt.Sprintf("Couldn't post receive (%d)", s.routs), nil)
+	}
+	return s, nil
+}
+
+func (s *session) fail(msg string, err error) error {
+	s.close()
+	if err != nil {
+		return fmt.Errorf("%s: %w", msg, err)
+	}
+	return errors.New(msg)
+}
+
+func (s *session) close() {
+	if s.qp != nil {
+		s.qp.Destroy()
+	}
+	if s.mr != nil {
+		s.mr.Dereg()
+	}
+	s.dev.Close()
+}
+
+func printDest(w io.Writer, label string, d *dest) {
+	fmt.Fprintf(w, "%s LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", label, d.lid, d.qpn, d.psn, d.gid)
+}
+
+// exchange swaps address messages (CONNECT.md §1.2) and connects the QP:
+// the server before it answers, the client after "done".
+func (s *session) exchange(c net.Conn, my *dest) (dest, error) {
+	buf := make([]byte, msgSize)
+	if s.cfg.Server == "" {
+		if err := readFull(c, buf); err != nil {
+			return dest{}, fmt.Errorf("Couldn't read remote address: %w", err)
+		}
+		rem, err := parseDest(buf)
+		if err != nil {
+			return dest{}, err
+		}
+		if err := s.connect(my, &rem); err != nil {
+			return dest{}, err
+		}
+		if _, err := c.Write(my.marshal()); err != nil {
+			return dest{}, fmt.Errorf("Couldn't send local address: %w", err)
+		}
+		done := make([]byte, 5)
+		if err := readFull(c, done); err != nil || string(done) != "done\x00" {
+			return dest{}, fmt.Errorf("Couldn't read \"done\" message: %v", err)
+		}
+		return rem, nil
+	}
+	if _, err := c.Write(my.marshal()); err != nil {
+		return dest{}, fmt.Errorf("Couldn't send local address: %w", err)
+	}
+	if err := readFull(c, buf); err != nil {
+		return dest{}, fmt.Errorf("Couldn't read remote address: %w", err)
+	}
+	rem, err := parseDest(buf)
+	if err != nil {
+		return dest{}, err
+	}
+	if _, err := c.Write([]byte("done\x00")); err != nil {
+		return dest{}, fmt.Errorf("Couldn't send \"done\" message: %w", err)
+	}
+	return rem, s.connect(my, &rem)
+}
+
+// connect moves the QP to RTR and RTS with rc_pingpong's attributes
+// (CONNECT.md §1.3).
+func (s *session) connect(my, rem *dest) error {
+	if rem.gid.IsZero() {
+		return errors.New("Failed to modify QP to RTR: the peer sent no GID (run the C tool with -g)")
+	}
+	mtu, _ := mtuOf(s.cfg.MTU)
+	rtr := verbs.QPAttr{State: verbs.QPStateRTR, PathMTU: mtu, DestQPN: verbs.QPN(rem.qpn), RQPSN: rem.psn,
+		MaxDestRdAtomic: 1, MinRNRTimer: 12,
+		AH: verbs.AHAttr{IsGlobal: true, DGID: rem.gid, HopLimit: 1, SL: uint8(s.cfg.SL), PortNum: 1}}
+	if err := s.qp.Modify(&rtr, verbs.QPAttrState|verbs.QPAttrAV|verbs.QPAttrPathMTU|verbs.QPAttrDestQPN|
+		verbs.QPAttrRQPSN|verbs.QPAttrMaxDestRdAtomic|verbs.QPAttrMinRNRTimer); err != nil {
+		return fmt.Errorf("Failed to modify QP to RTR: %w", err)
+	}
+	rts := verbs.QPAttr{State: verbs.QPStateRTS, Timeout: 14, RetryCnt: 7, RNRRetry: 7, SQPSN: my.psn, MaxRdAtomic: 1}
+	if err := s.qp.Modify(&rts, verbs.QPAttrState|verbs.QPAttrTimeout|verbs.QPAttrRetryCnt|verbs.QPAttrRNRRetry|
+		verbs.QPAttrSQPSN|verbs.QPAttrMaxQPRdAtomic); err != nil {
+		return fmt.Errorf("Failed to modify QP to RTS: %w", err)
+	}
+	return nil
+}
+
+// postRecv posts up to n receives into the shared buffer.
+func (s *session) postRecv(n int) int {
+	wr := verbs.RecvWR{WRID: recvWRID, SGList: []verbs.SGE{s.mr.SGE(0, s.cfg.Size)}}
+	for i := range n {
+		if s.qp.PostRecv(&wr) != nil {
+			return i
+		}
+	}
+	return n
+}
+
+func (s *session) postSend() error {
+	return s.qp.PostSend(&verbs.SendWR{WRID: sendWRID, Opcode: verbs.WRSend, Flags: verbs.SendSignaled,
+		SGList: []verbs.SGE{s.mr.SGE(0, s.cfg.Size)}})
+}
+
+// pingpong runs the exchange loop of rc_pingpong (CONNECT.md §1.4) and
+// prints its two result lines.
+func (s *session) pingpong(stdout io.Writer) error {
+	cfg := s.cfg
+	client := cfg.Server != ""
+	page := 4096
+	if client && cfg.Check {
+		for i := 0; i < cfg.Size; i += page {
+			s.mr.Bytes()[i] = 0
+		}
+	}
+	pending := recvWRID
+	if client {
+		if err := s.postSend(); err != nil {
+			return fmt.Errorf("Couldn't post send: %w", err)
+		}
+		pending |= sendWRID
+	}
+	start := time.Now()
+	wcs := make([]verbs.WC, 2)
+	rcnt, scnt := 0, 0
+	for rcnt < cfg.Iters || scnt < cfg.Iters {
+		n, err := s.cq.Poll(wcs)
+		if err != nil {
+			return fmt.Errorf("poll CQ failed: %w", err)
+		}
+		if n == 0 {
+			if cfg.Events {
+				<-s.cq.Notify()
+			} else {
+				runtime.Gosched()
+			}
+			continue
+		}
+		for i := range n {
+			wc := &wcs[i]
+			if wc.Status != verbs.WCSuccess {
+				return fmt.Errorf("Failed status %s (%d) for wr_id %d", wc.Status, uint8(wc.Status), wc.WRID)
+			}
+			switch wc.WRID {
+			case sendWRID:
+				scnt++
+			case recvWRID:
+				if s.routs--; s.routs <= 1 {
+					s.routs += s.postRecv(cfg.RxDepth - s.routs)
+					if s.routs < cfg.RxDepth {
+						return fmt.Errorf("Couldn't post receive (%d)", s.routs)
+					}
+				}
+				rcnt++
+			default:
+				return fmt.Errorf("Completion for unknown wr_id %d", wc.WRID)
+			}
+			pending &^= int(wc.WRID)
+			if scnt < cfg.Iters && pending == 0 {
+				if err := s.postSend(); err != nil {
+					return fmt.Errorf("Couldn't post send: %w", err)
+				}
+				pending = recvWRID | sendWRID
+			}
+		}
+	}
+	usec := float32(time.Since(start).Microseconds())
+	bytes := int64(cfg.Size) * int64(cfg.Iters) * 2
+	fmt.Fprintf(stdout, "%d bytes in %.2f seconds = %.2f Mbit/sec\n", bytes, float64(usec)/1e6, float64(bytes)*8/float64(usec))
+	fmt.Fprintf(stdout, "%d iters in %.2f seconds = %.2f usec/iter\n", cfg.Iters, float64(usec)/1e6, float64(usec)/float64(cfg.Iters))
+	if !client && cfg.Check {
+		for i := 0; i < cfg.Size; i += page {
+			if s.mr.Bytes()[i] != 0 {
+				fmt.Fprintf(stdout, "invalid data in page %d\n", i/page)
+			}
+		}
+	}
+	return nil
+}

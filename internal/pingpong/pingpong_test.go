@@ -1,0 +1,120 @@
+package pingpong
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/goverbs/goverbs/verbs"
+)
+
+func TestAddressMessage(t *testing.T) {
+	// The example of CONNECT.md §1.2.
+	d := dest{qpn: 0x11, psn: 0xabcdef, gid: verbs.GIDFromAddr(netip.MustParseAddr("10.77.0.2"))}
+	want := "0000:000011:abcdef:00000000000000000000ffff0a4d0002\x00"
+	if got := string(d.marshal()); got != want || len(got) != msgSize {
+		t.Fatalf("message %q (%d bytes), want %q", got, len(got), want)
+	}
+	back, err := parseDest([]byte(want))
+	if err != nil || back != d {
+		t.Fatalf("parsed %+v, %v; want %+v", back, err, d)
+	}
+	// Numbers are hex of any width, as sscanf %x reads them.
+	if d, err := parseDest([]byte("0:11:1:00000000000000000000ffff0a4d0001\x00")); err != nil || d.qpn != 0x11 || d.psn != 1 {
+		t.Errorf("short fields: %+v, %v", d, err)
+	}
+	for _, bad := range []string{"", "0000:000011:abcdef", "0000:zz:abcdef:00000000000000000000ffff0a4d0002",
+		"0000:000011:abcdef:00000000000000000000ffff0a4d00", "0000:000011:abcdef:00000000000000000000ffff0a4d00zz"} {
+		if _, err := parseDest([]byte(bad)); !errors.Is(err, errBadMessage) {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
+func TestParseArgs(t *testing.T) {
+	c, err := ParseArgs("ibv_rc_pingpong", []string{"-g", "1", "-s", "8192", "--mtu", "2048", "-n", "5", "-e", "10.77.0.2"}, new(bytes.Buffer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.GIDIdx != 1 || c.Size != 8192 || c.MTU != 2048 || c.Iters != 5 || !c.Events || c.Server != "10.77.0.2" || c.Port != 18515 || c.RxDepth != 500 {
+		t.Errorf("config %+v", c)
+	}
+	for _, bad := range [][]string{{"-m", "1000"}, {"-p", "70000"}, {"-i", "0"}, {"-s", "0"}, {"a", "b"}, {"--addr", "nonsense"}} {
+		if _, err := ParseArgs("ibv_rc_pingpong", bad, new(bytes.Buffer)); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+var (
+	addrLine  = `^  %s LID 0x0000, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}, GID %s$`
+	bytesLine = regexp.MustCompile(`^(\d+) bytes in \d+\.\d\d seconds = \d+\.\d\d Mbit/sec$`)
+	itersLine = regexp.MustCompile(`^(\d+) iters in \d+\.\d\d seconds = \d+\.\d\d usec/iter$`)
+)
+
+// TestServerClient runs both roles in one process over loopback: the
+// server's device takes 127.0.0.2, where the client connects, the client's
+// 127.0.0.1, both on UDP 4791.
+func TestServerClient(t *testing.T) {
+	port := freePort(t)
+	var srv, cli bytes.Buffer
+	var srvErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	ready := make(chan struct{})
+	go func() {
+		defer wg.Done()
+		cfg := Config{Port: port, IBPort: 1, Size: 5000, MTU: 1024, RxDepth: 16, Iters: 200, GIDIdx: 1, Check: true}
+		close(ready)
+		srvErr = Run(cfg, &srv)
+	}()
+	<-ready
+	cfg := Config{Port: port, IBPort: 1, Size: 5000, MTU: 1024, RxDepth: 16, Iters: 200, GIDIdx: 1, Check: true, Server: "127.0.0.2"}
+	var err error
+	for range 100 { // the server may not listen yet
+		if err = Run(cfg, &cli); err == nil || !strings.Contains(err.Error(), "connect") {
+			break
+		}
+	}
+	wg.Wait()
+	if err != nil || srvErr != nil {
+		t.Fatalf("client: %v\n%s\nserver: %v\n%s", err, cli.String(), srvErr, srv.String())
+	}
+	check := func(name, out, localIP, remoteIP string) {
+		lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+		if len(lines) != 4 {
+			t.Fatalf("%s printed %d lines:\n%s", name, len(lines), out)
+		}
+		for i, re := range []*regexp.Regexp{
+			regexp.MustCompile(strings.ReplaceAll(sprintf(addrLine, "local address: ", "::ffff:"+localIP), ".", `\.`)),
+			regexp.MustCompile(strings.ReplaceAll(sprintf(addrLine, "remote address:", "::ffff:"+remoteIP), ".", `\.`)),
+			bytesLine, itersLine,
+		} {
+			if !re.MatchString(lines[i]) {
+				t.Errorf("%s line %d: %q does not match %s", name, i+1, lines[i], re)
+			}
+		}
+		if m := bytesLine.FindStringSubmatch(lines[2]); m == nil || m[1] != "2000000" {
+			t.Errorf("%s: byte count %v, want 5000*200*2", name, m)
+		}
+	}
+	check("server", srv.String(), "127.0.0.2", "127.0.0.1")
+	check("client", cli.String(), "127.0.0.1", "127.0.0.2")
+}
+
+func sprintf(format string, a ...any) string { return fmt.Sprintf(format, a...) }
