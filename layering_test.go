@@ -16,19 +16,20 @@ var layers = map[string]struct {
 	internal   []string
 	thirdParty []string
 }{
-	"":                  {},
-	"cmd/":              {internal: []string{"verbs", "cm", "conn", "internal/perftest", "internal/pingpong", "internal/wire", "internal/capture"}},
-	"internal/pingpong": {internal: []string{"verbs"}},
-	"internal/capture":  {internal: []string{"internal/wire"}, thirdParty: []string{"github.com/gopacket/gopacket"}},
-	"verbs":             {internal: []string{"internal/engine", "internal/ib", "internal/mem", "conn"}},
-	"verbs/verbstest":   {internal: []string{"verbs", "conn"}},
-	"internal/engine":   {internal: []string{"internal/wire", "internal/mem", "internal/queue", "internal/ib", "internal/capture", "conn"}},
-	"internal/mem":      {internal: []string{"internal/ib"}, thirdParty: []string{"golang.org/x/sys"}},
-	"conn":              {thirdParty: []string{"golang.org/x/net", "golang.org/x/sys"}},
-	"conn/memconn":      {internal: []string{"conn"}},
-	"internal/wire":     {}, // standard library only
-	"internal/ib":       {},
-	"internal/queue":    {},
+	"":                   {},
+	"cmd/":               {internal: []string{"verbs", "cm", "conn", "internal/perftest", "internal/pingpong", "internal/wire", "internal/capture"}},
+	"internal/pingpong":  {internal: []string{"verbs"}},
+	"internal/capture":   {internal: []string{"internal/wire"}, thirdParty: []string{"github.com/gopacket/gopacket"}},
+	"verbs":              {internal: []string{"internal/engine", "internal/ib", "internal/mem", "conn"}},
+	"verbs/verbstest":    {internal: []string{"verbs", "conn", "internal/leakcheck"}},
+	"internal/engine":    {internal: []string{"internal/wire", "internal/mem", "internal/queue", "internal/ib", "internal/capture", "conn"}},
+	"internal/mem":       {internal: []string{"internal/ib"}, thirdParty: []string{"golang.org/x/sys"}},
+	"conn":               {thirdParty: []string{"golang.org/x/net", "golang.org/x/sys"}},
+	"conn/memconn":       {internal: []string{"conn"}},
+	"internal/leakcheck": {}, // test helper, standard library only
+	"internal/wire":      {}, // standard library only
+	"internal/ib":        {},
+	"internal/queue":     {},
 }
 
 func TestImportDirections(t *testing.T) {

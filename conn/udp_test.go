@@ -1,6 +1,8 @@
 package conn
 
 import (
+	"github.com/goverbs/goverbs/internal/leakcheck"
+
 	"bytes"
 	"errors"
 	"fmt"
@@ -70,7 +72,7 @@ func TestUDPRoundTrip(t *testing.T) {
 		laddr netip.AddrPort
 	}{{"IPv4", loop4}, {"IPv6", loop6}} {
 		t.Run(tc.name, func(t *testing.T) {
-			checkGoroutines(t)
+			leakcheck.Check(t)
 			a, b := listen(t, tc.laddr), listen(t, tc.laddr)
 			if got := a.LocalAddr(); got.Addr() != tc.laddr.Addr() || got.Port() == 0 {
 				t.Fatalf("LocalAddr = %v, want %v with a port", got, tc.laddr.Addr())
@@ -116,7 +118,7 @@ func TestUDPRoundTrip(t *testing.T) {
 // IPv4-mapped addresses are IPv4: the socket is udp4, LocalAddr and the
 // reported sources are plain IPv4, and mapped destinations work.
 func TestUDPMappedIsIPv4(t *testing.T) {
-	checkGoroutines(t)
+	leakcheck.Check(t)
 	a := listen(t, netip.MustParseAddrPort("[::ffff:127.0.0.1]:0"))
 	if !a.LocalAddr().Addr().Is4() {
 		t.Fatalf("LocalAddr = %v, want plain IPv4", a.LocalAddr())
@@ -134,7 +136,7 @@ func TestUDPMappedIsIPv4(t *testing.T) {
 }
 
 func TestUDPSendErrors(t *testing.T) {
-	checkGoroutines(t)
+	leakcheck.Check(t)
 	a := listen(t, loop4)
 	b := listen(t, loop4)
 	msgs := []Message{
@@ -160,7 +162,7 @@ func TestUDPSendErrors(t *testing.T) {
 // A datagram larger than its buffer is dropped, and the ones after it in
 // the same recvmmsg batch move down into the caller's buffers in order.
 func TestUDPTruncatedDropped(t *testing.T) {
-	checkGoroutines(t)
+	leakcheck.Check(t)
 	a, b := listen(t, loop4), listen(t, loop4)
 	sizes := []int{100, 3000, 200, 3000, 300}
 	send := make([]Message, len(sizes))
@@ -191,7 +193,7 @@ func TestUDPTruncatedDropped(t *testing.T) {
 }
 
 func TestUDPCloseUnblocksRecv(t *testing.T) {
-	checkGoroutines(t)
+	leakcheck.Check(t)
 	b := listen(t, loop4)
 	errc := make(chan error, 1)
 	go func() {
@@ -259,7 +261,7 @@ func TestUDPZeroAllocs(t *testing.T) {
 		laddr netip.AddrPort
 	}{{"IPv4", loop4}, {"IPv6", loop6}} {
 		t.Run(tc.name, func(t *testing.T) {
-			checkGoroutines(t)
+			leakcheck.Check(t)
 			a, b, send, recv := batchPair(t, tc.laddr, udpBatchSize, 1100)
 			roundTrip(t, a, b, send, recv) // warm up scratch and pools
 			allocs := testing.AllocsPerRun(100, func() { roundTrip(t, a, b, send, recv) })

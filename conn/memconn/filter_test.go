@@ -1,6 +1,8 @@
 package memconn_test
 
 import (
+	"github.com/goverbs/goverbs/internal/leakcheck"
+
 	"bytes"
 	"testing"
 
@@ -9,7 +11,7 @@ import (
 )
 
 func TestFilter(t *testing.T) {
-	checkGoroutines(t)
+	leakcheck.Check(t)
 	n, a, b := pair(t, memconn.Options{})
 	var seen []string
 	n.SetFilter(func(d *memconn.Datagram) memconn.Verdict {
@@ -65,7 +67,7 @@ func TestFilter(t *testing.T) {
 
 // The filter runs before the random impairments: it sees what was sent.
 func TestFilterSeesUncorrupted(t *testing.T) {
-	checkGoroutines(t)
+	leakcheck.Check(t)
 	n, a, b := pair(t, memconn.Options{Impairments: memconn.Impairments{Corrupt: 1}})
 	orig := payload(1, 100)
 	n.SetFilter(func(d *memconn.Datagram) memconn.Verdict {

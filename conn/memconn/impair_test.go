@@ -1,6 +1,8 @@
 package memconn_test
 
 import (
+	"github.com/goverbs/goverbs/internal/leakcheck"
+
 	"bytes"
 	"encoding/binary"
 	"math/bits"
@@ -66,7 +68,7 @@ func near(t testing.TB, what string, got uint64, want float64) {
 // seed makes the same decisions: two fabrics deliver the very same
 // datagrams. A different seed decides differently.
 func TestImpairmentsReproducible(t *testing.T) {
-	checkGoroutines(t)
+	leakcheck.Check(t)
 	const count = 10000
 	imp := memconn.Impairments{Loss: 0.1, Duplicate: 0.05, Corrupt: 0.02, Seed: 42}
 	run := func(imp memconn.Impairments) (memconn.Stats, [][]byte) {
@@ -97,7 +99,7 @@ func TestImpairmentsReproducible(t *testing.T) {
 
 // SetImpairments changes the fabric at run time and reseeds it.
 func TestSetImpairments(t *testing.T) {
-	checkGoroutines(t)
+	leakcheck.Check(t)
 	n, a, b := pair(t, memconn.Options{InboxSize: 1 << 12})
 	sendAll(t, a, numbered(addrB, 100, 10))
 	n.SetImpairments(memconn.Impairments{Loss: 1, Jitter: -1, Corrupt: 7})
@@ -115,7 +117,7 @@ func TestSetImpairments(t *testing.T) {
 
 // Corruption flips exactly one bit.
 func TestCorruptFlipsOneBit(t *testing.T) {
-	checkGoroutines(t)
+	leakcheck.Check(t)
 	n, a, b := pair(t, memconn.Options{Impairments: memconn.Impairments{Corrupt: 1, Seed: 7}})
 	sent := numbered(addrB, 200, 64)
 	sendAll(t, a, sent)

@@ -1,6 +1,8 @@
 package memconn_test
 
 import (
+	"github.com/goverbs/goverbs/internal/leakcheck"
+
 	"bytes"
 	"errors"
 	"fmt"
@@ -73,7 +75,7 @@ func recvN(t testing.TB, b *memconn.Bind, want int) []conn.Message {
 }
 
 func TestDelivery(t *testing.T) {
-	checkGoroutines(t)
+	leakcheck.Check(t)
 	_, a, b := pair(t, memconn.Options{})
 	send := batch(b.LocalAddr(), 100, 1100)
 	send[7].Buf = nil // empty datagrams are datagrams too
@@ -98,7 +100,7 @@ func TestDelivery(t *testing.T) {
 }
 
 func TestListen(t *testing.T) {
-	checkGoroutines(t)
+	leakcheck.Check(t)
 	n := memconn.NewNetwork(memconn.Options{})
 	a := listen(t, n, addrA)
 	if _, err := n.Listen(addrA); err == nil {
@@ -130,7 +132,7 @@ func TestListen(t *testing.T) {
 }
 
 func TestNoReceiver(t *testing.T) {
-	checkGoroutines(t)
+	leakcheck.Check(t)
 	n, a, b := pair(t, memconn.Options{})
 	nobody := netip.MustParseAddrPort("10.0.0.3:4791")
 	if k, err := a.Send(batch(nobody, 3, 10)); k != 3 || err != nil {
@@ -145,7 +147,7 @@ func TestNoReceiver(t *testing.T) {
 }
 
 func TestSendErrors(t *testing.T) {
-	checkGoroutines(t)
+	leakcheck.Check(t)
 	_, a, _ := pair(t, memconn.Options{})
 	msgs := batch(addrB, 3, 10)
 	msgs[1].Buf = make([]byte, memconn.MaxDatagramSize+1)
@@ -158,7 +160,7 @@ func TestSendErrors(t *testing.T) {
 }
 
 func TestClose(t *testing.T) {
-	checkGoroutines(t)
+	leakcheck.Check(t)
 	n, a, b := pair(t, memconn.Options{})
 	errc := make(chan error, 1)
 	go func() {
@@ -195,7 +197,7 @@ func TestClose(t *testing.T) {
 
 // A full inbox drops and counts, as a NIC ring does.
 func TestOverflow(t *testing.T) {
-	checkGoroutines(t)
+	leakcheck.Check(t)
 	n, a, b := pair(t, memconn.Options{InboxSize: 8})
 	a.Send(batch(addrB, 11, 10))
 	s := n.Stats()
@@ -211,7 +213,7 @@ func TestOverflow(t *testing.T) {
 
 // A datagram larger than the Recv buffer is dropped, as UDPBind does.
 func TestTruncated(t *testing.T) {
-	checkGoroutines(t)
+	leakcheck.Check(t)
 	n, a, b := pair(t, memconn.Options{})
 	send := batch(addrB, 3, 100)
 	send[1].Buf = payload(1, 3000)
@@ -232,7 +234,7 @@ func TestTruncated(t *testing.T) {
 // Several senders and receivers at once, for -race: every datagram
 // arrives exactly once, and each sender's datagrams keep their order.
 func TestConcurrentSenders(t *testing.T) {
-	checkGoroutines(t)
+	leakcheck.Check(t)
 	const senders, perSender = 8, 2000
 	n := memconn.NewNetwork(memconn.Options{InboxSize: senders * perSender})
 	dst := listen(t, n, addrB)
@@ -291,7 +293,7 @@ func TestConcurrentSenders(t *testing.T) {
 }
 
 func TestZeroAllocs(t *testing.T) {
-	checkGoroutines(t)
+	leakcheck.Check(t)
 	_, a, b := pair(t, memconn.Options{})
 	send := batch(addrB, 64, 1100)
 	recv := buffers(64, 2048)

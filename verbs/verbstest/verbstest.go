@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/goverbs/goverbs/conn/memconn"
+	"github.com/goverbs/goverbs/internal/leakcheck"
 	"github.com/goverbs/goverbs/verbs"
 )
 
@@ -67,6 +68,9 @@ type Pair struct {
 // New builds a connected pair and closes it when the test ends.
 func New(tb testing.TB, o Options) *Pair {
 	tb.Helper()
+	// Registered first, so it runs after the devices are closed: their
+	// goroutines must all be gone.
+	leakcheck.Check(tb)
 	p := &Pair{}
 	var cfgA, cfgB verbs.DeviceConfig
 	switch o.Link {
