@@ -128,7 +128,7 @@ func (qp *QP) complete(p wire.Packet, now time.Time) {
 
 // completeThrough completes, in order, the SEND and WRITE WQEs whose every
 // packet is acknowledged by psn, moving comp.psn past them: any response
-// acknowledges the requests before it (C9-?; ROCEV2.md §7.5). It returns
+// acknowledges the requests before it (ROCEV2.md §7.4, §7.5). It returns
 // the first WQE it cannot complete, or nil. A WQE that failed locally is
 // completed with its error.
 func (qp *QP) completeThrough(psn wire.PSN) *sendWQE {

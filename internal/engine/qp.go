@@ -222,7 +222,7 @@ func (qp *QP) turn() (more bool) {
 		more = false
 	}
 	qp.xmit.flush(qp)
-	qp.armTimer()
+	qp.armTimer(now)
 	return more
 }
 
@@ -230,12 +230,12 @@ func (qp *QP) turn() (more bool) {
 const turnBudget = 64
 
 // armTimer registers the QP's earliest deadline with the device timer.
-func (qp *QP) armTimer() {
+func (qp *QP) armTimer(now time.Time) {
 	next := qp.comp.deadline
 	if r := qp.req.rnrUntil; !r.IsZero() && (next.IsZero() || r.Before(next)) {
 		next = r
 	}
-	if next.IsZero() || (!qp.timerAt.IsZero() && !next.Before(qp.timerAt) && qp.timerAt.After(time.Now())) {
+	if next.IsZero() || (!qp.timerAt.IsZero() && !next.Before(qp.timerAt) && qp.timerAt.After(now)) {
 		return
 	}
 	qp.timerAt = next

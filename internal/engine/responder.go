@@ -73,7 +73,7 @@ func (qp *QP) respond(p wire.Packet) {
 	psn := p.BTH().PSN()
 	r := &qp.resp
 	switch d := psn.Diff(r.psn); {
-	case d > 0: // a packet went missing (C9-92)
+	case d > 0: // a packet went missing (ROCEV2.md §6.3)
 		qp.dev.counters.inc(OutOfSeqRequest)
 		if !r.sentNAK {
 			r.sentNAK = true
@@ -91,7 +91,7 @@ func (qp *QP) respond(p wire.Packet) {
 	var e respError
 	switch {
 	case !r.inOrder(info):
-		e = errInvalidRequest // C9-93: opcode out of sequence
+		e = errInvalidRequest // opcode out of sequence (ROCEV2.md §6.3)
 	case info.Is(wire.OpSend):
 		e = qp.respSend(p, psn)
 	case info.Is(wire.OpWrite):
@@ -121,7 +121,8 @@ func (r *responder) inOrder(info *wire.OpInfo) bool {
 }
 
 // takeWQE makes sure a receive WQE is at hand for a packet that consumes
-// one; without one it sends an RNR NAK and the packet is dropped (C9-108).
+// one; without one it sends an RNR NAK and the packet is dropped
+// (ROCEV2.md §7.3).
 func (qp *QP) takeWQE(psn wire.PSN) bool {
 	r := &qp.resp
 	if r.haveWQE {

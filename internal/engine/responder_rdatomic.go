@@ -10,7 +10,7 @@ import (
 // streams the response packets.
 func (qp *QP) respRead(p wire.Packet, psn wire.PSN) respError {
 	if qp.attr.AccessFlags&ib.AccessRemoteRead == 0 || len(qp.resp.res) == 0 {
-		return errInvalidRequest // no right, or max_dest_rd_atomic 0 (C9-?; rxe)
+		return errInvalidRequest // no right, or max_dest_rd_atomic 0 (ROCEV2.md §12.3 steps 3-4)
 	}
 	reth := p.RETH()
 	n := reth.DMALength()
@@ -74,7 +74,7 @@ func (qp *QP) respAtomic(p wire.Packet, psn wire.PSN) respError {
 	}
 	a := p.AtomicETH()
 	if a.VA()%8 != 0 {
-		return errInvalidRequest // C9-?: misaligned atomic (rxe: invalid request)
+		return errInvalidRequest // misaligned atomic (ROCEV2.md §9, §12.3 step 11)
 	}
 	ref, f := qp.dev.mrs.Acquire(mem.Key(a.RKey()), qp.pd, a.VA(), 8, mem.RemoteAtomic)
 	if f != mem.FaultNone {

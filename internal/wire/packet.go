@@ -18,7 +18,7 @@ type Packet []byte
 // Validate checks, before reading anything else, that p is long enough for a
 // BTH and ICRC, that the opcode is known, that the transport version is 0,
 // that the opcode's headers fit, and that the pad count is consistent with
-// the payload (ROCEV2.md §1.6 items 4–5 and §5.3; IBA 9.2 and C9-4). It does
+// the payload (ROCEV2.md §1.6 items 4–5 and §5.3; IBA 9.2). It does
 // not check the ICRC, which needs the envelope: see [Packet.CheckICRC].
 func (p Packet) Validate() error {
 	if len(p) < BTHSize+ICRCSize {
