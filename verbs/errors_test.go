@@ -132,12 +132,12 @@ func TestPostErrors(t *testing.T) {
 		wr   verbs.SendWR
 		want error
 	}{
-		{"unaligned atomic", verbs.SendWR{Opcode: verbs.WRAtomicFetchAndAdd, SGList: []verbs.SGE{local.SGE(0, 8)}, RemoteAddr: 0x1004}, engine.ErrAtomicAlign},
-		{"atomic of 4 bytes", verbs.SendWR{Opcode: verbs.WRAtomicCmpAndSwp, SGList: []verbs.SGE{local.SGE(0, 4)}, RemoteAddr: 0x1000}, engine.ErrAtomicLength},
-		{"bad opcode", verbs.SendWR{Opcode: 42}, engine.ErrBadOpcode},
-		{"too many SGEs", verbs.SendWR{Opcode: verbs.WRSend, SGList: make([]verbs.SGE, 5)}, engine.ErrTooManySGE},
-		{"inline READ", verbs.SendWR{Opcode: verbs.WRRDMARead, Flags: verbs.SendInline}, engine.ErrInlineOpcode},
-		{"inline too big", verbs.SendWR{Opcode: verbs.WRSend, Flags: verbs.SendInline, SGList: []verbs.SGE{local.SGE(0, 64), local.SGE(0, 64)}}, engine.ErrInlineSize},
+		{"unaligned atomic", verbs.SendWR{Opcode: verbs.WRAtomicFetchAndAdd, SGList: []verbs.SGE{local.SGE(0, 8)}, RemoteAddr: 0x1004}, verbs.ErrAtomicAlign},
+		{"atomic of 4 bytes", verbs.SendWR{Opcode: verbs.WRAtomicCmpAndSwp, SGList: []verbs.SGE{local.SGE(0, 4)}, RemoteAddr: 0x1000}, verbs.ErrAtomicLength},
+		{"bad opcode", verbs.SendWR{Opcode: 42}, verbs.ErrBadOpcode},
+		{"too many SGEs", verbs.SendWR{Opcode: verbs.WRSend, SGList: make([]verbs.SGE, 5)}, verbs.ErrTooManySGE},
+		{"inline READ", verbs.SendWR{Opcode: verbs.WRRDMARead, Flags: verbs.SendInline}, verbs.ErrInlineOpcode},
+		{"inline too big", verbs.SendWR{Opcode: verbs.WRSend, Flags: verbs.SendInline, SGList: []verbs.SGE{local.SGE(0, 64), local.SGE(0, 64)}}, verbs.ErrInlineSize},
 	} {
 		err := p.A.QP.PostSend(&c.wr)
 		var pe *verbs.PostError
@@ -151,10 +151,10 @@ func TestPostErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := qp.PostSend(&verbs.SendWR{Opcode: verbs.WRSend}); !errors.Is(err, engine.ErrQPState) {
+	if err := qp.PostSend(&verbs.SendWR{Opcode: verbs.WRSend}); !errors.Is(err, verbs.ErrQPState) {
 		t.Errorf("post send in RESET: %v", err)
 	}
-	if err := qp.PostRecv(&verbs.RecvWR{}); !errors.Is(err, engine.ErrQPState) {
+	if err := qp.PostRecv(&verbs.RecvWR{}); !errors.Is(err, verbs.ErrQPState) {
 		t.Errorf("post recv in RESET: %v", err)
 	}
 }

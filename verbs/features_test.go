@@ -140,7 +140,7 @@ func TestCQOverrun(t *testing.T) {
 	if n != 2 || err != nil {
 		t.Fatalf("Poll = %d, %v; want the 2 completions that fit", n, err)
 	}
-	if _, err := p.A.SendCQ.Poll(wcs); !errors.Is(err, engine.ErrCQOverrun) {
+	if _, err := p.A.SendCQ.Poll(wcs); !errors.Is(err, verbs.ErrCQOverrun) {
 		t.Fatalf("Poll after the overrun: %v, want ErrCQOverrun", err)
 	}
 }

@@ -176,3 +176,19 @@ const (
 	CompleterRetryErr   = engine.CompleterRetryErr
 	NumCounters         = engine.NumCounters
 )
+
+// Errors of the data path, for errors.Is: a failed post wraps one of them
+// in a PostError; Poll returns ErrCQOverrun after completions were lost.
+var (
+	ErrQPState      = engine.ErrQPState
+	ErrQueueFull    = engine.ErrQueueFull
+	ErrTooManySGE   = engine.ErrTooManySGE
+	ErrBadOpcode    = engine.ErrBadOpcode
+	ErrMessageSize  = engine.ErrMessageSize
+	ErrAtomicLength = engine.ErrAtomicLength
+	ErrAtomicAlign  = engine.ErrAtomicAlign
+	ErrInlineSize   = engine.ErrInlineSize
+	ErrInlineOpcode = engine.ErrInlineOpcode
+	ErrInlineAccess = engine.ErrInlineAccess
+	ErrCQOverrun    = engine.ErrCQOverrun
+)
