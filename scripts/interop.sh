@@ -45,7 +45,8 @@ results_ok() {
 run_case() {
 	local tool=$1 dir=$2
 	shift 2
-	local args="$*" tag="${tool}_${dir}_$(echo "$args" | tr -c 'A-Za-z0-9' _)"
+	local args="$*" # on a line of its own: local expands all its words first
+	local tag="${tool}_${dir}_$(echo "$args" | tr -c 'A-Za-z0-9' _)"
 	local glog="$work/$tag.goverbs.log" clog="$work/$tag.rxe.log" grc=0 crc=0
 	"$lab" exec 'dmesg -c >/dev/null' || true
 	"$lab" exec 'rdma statistic show link rxe0/1' >"$work/$tag.before"
