@@ -78,16 +78,16 @@ func (d *Device) Query() DeviceAttr {
 	}
 }
 
-// guid derives a stable 64-bit identity from the device's address, so two
-// devices on one host differ.
+// guid derives a stable 64-bit identity from the device's IP address, as
+// rxe derives its GUID from the MAC address: locally administered, the
+// same every time the device is opened on that address.
 func (d *Device) guid() uint64 {
-	a := d.e.LocalAddr()
-	b := a.Addr().As16()
-	g := uint64(0x02) << 56 // locally administered
-	for _, x := range b[8:] {
-		g = g*131 + uint64(x)
+	b := d.e.LocalAddr().Addr().As16()
+	g := uint64(0x02) << 56
+	for _, x := range b {
+		g = (g*131 + uint64(x)) & (1<<56 - 1)
 	}
-	return g ^ uint64(a.Port())<<16
+	return 0x02<<56 | g
 }
 
 // QueryPort returns the attributes of port 1, the only port

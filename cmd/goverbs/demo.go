@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/goverbs/goverbs/internal/devinfo"
 	"github.com/goverbs/goverbs/verbs"
 )
 
@@ -131,5 +132,8 @@ func demo(w io.Writer, cfg demoConfig) error {
 	sum := func(c verbs.Counter) uint64 { return ca.Get(c) + cb.Get(c) }
 	fmt.Fprintf(w, "\n  packets: %d sent, %d received, %d retransmission rounds, %d RNR NAKs, %d dropped\n",
 		sum(verbs.SentPkts), sum(verbs.RcvdPkts), sum(verbs.CompleterRetryErr), sum(verbs.SendRNRErr), ca.Drops()+cb.Drops())
+	fmt.Fprintf(w, "\ncounters, as 'rdma statistic show link' prints them:\n")
+	devinfo.Stat(w, a.dev)
+	devinfo.Stat(w, b.dev)
 	return nil
 }

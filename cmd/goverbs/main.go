@@ -4,6 +4,7 @@
 //	goverbs codec           show a RoCEv2 exchange built and checked by the codec
 //	goverbs decode FILE     decode the RoCEv2 frames of a pcap file
 //	goverbs ibv_rc_pingpong [options] [host]
+//	goverbs ibv_devinfo | ibv_devices [options]
 //
 // Subcommands named after the rdma-core tools take the same options and
 // print the same output; a link to the binary with the tool's name (for
@@ -40,6 +41,8 @@ var errUsage = errors.New("usage")
 // tools are the subcommands that stand in for rdma-core tools.
 var tools = map[string]func(args []string, stdout, stderr io.Writer) error{
 	"ibv_rc_pingpong": rcPingpong,
+	"ibv_devinfo":     ibvDevinfo,
+	"ibv_devices":     ibvDevices,
 }
 
 func rcPingpong(args []string, stdout, stderr io.Writer) error {
@@ -62,6 +65,9 @@ commands:
   decode FILE     decode the RoCEv2 frames (UDP port 4791) of a pcap file and check their ICRCs
   ibv_rc_pingpong [options] [host]
                   RC ping-pong with the options, exchange and output of rdma-core's tool
+  ibv_devinfo [-d NAME] [-i PORT] [-l] [--addr IP] [--link-mtu N]
+  ibv_devices [--addr IP]
+                  describe the goverbs device on IP as rdma-core's tools describe theirs
   help            show this text
 `
 
@@ -86,7 +92,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("%w: decode FILE", errUsage)
 		}
 		return decodeFile(rest[0], stdout)
-	case "ibv_rc_pingpong":
+	case "ibv_rc_pingpong", "ibv_devinfo", "ibv_devices":
 		return tools[cmd](rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)

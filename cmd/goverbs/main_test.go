@@ -121,7 +121,35 @@ func TestLoopbackDemo(t *testing.T) {
 			t.Errorf("report lacks %s:\n%s", op, out.String())
 		}
 	}
+	if got := strings.Count(out.String(), "\nlink goverbs"); got != 2 {
+		t.Errorf("%d counter lines, want one per device:\n%s", got, out.String())
+	}
 	if got := strings.Count(out.String(), "verified"); got != 6 {
 		t.Errorf("%d operations verified, want 6:\n%s", got, out.String())
+	}
+}
+
+func TestDeviceTools(t *testing.T) {
+	var out bytes.Buffer
+	if err := run([]string{"ibv_devinfo", "-i", "1"}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"hca_id:\tgoverbs0\n", "\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n", "\t\t\tactive_mtu:\t\t4096 (5)\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("ibv_devinfo output lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if err := run([]string{"ibv_devinfo", "-l", "-d", "gv7"}, &out, io.Discard); err != nil || out.String() != "1 HCA found:\n\tgv7\n\n" {
+		t.Errorf("ibv_devinfo -l: %q, %v", out.String(), err)
+	}
+	out.Reset()
+	if err := run([]string{"ibv_devices"}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "    goverbs0        \t") {
+		t.Errorf("ibv_devices: %q, %v", out.String(), err)
+	}
+	for _, bad := range [][]string{{"ibv_devinfo", "-v"}, {"ibv_devinfo", "--addr", "x"}, {"ibv_devices", "extra"}} {
+		if err := run(bad, io.Discard, io.Discard); !errors.Is(err, errUsage) {
+			t.Errorf("%q: %v, want a usage error", bad, err)
+		}
 	}
 }
