@@ -30,5 +30,6 @@ func (qp *QP) flush() {
 		qp.recvCQ.push(&wc)
 	}
 	qp.resp.inSend, qp.resp.inWrite, qp.resp.ackPending = false, false, false
+	qp.resp.read.active = false
 	qp.dropInbound()
 }

@@ -189,11 +189,16 @@ func (qp *QP) turn() (more bool) {
 	}
 	now := time.Now()
 	budget := turnBudget
-	for ; budget > 0 && qp.State() != ib.QPStateErr; budget-- {
+	for budget > 0 && qp.State() != ib.QPStateErr {
+		if qp.resp.read.active {
+			budget -= qp.streamRead(budget)
+			continue
+		}
 		in := qp.inbound.Peek()
 		if in == nil {
 			break
 		}
+		budget--
 		// The receive loop checked the state, but a Modify (to RESET,
 		// say) may have come between its check and this turn.
 		switch p := in.packet(); {
@@ -209,7 +214,7 @@ func (qp *QP) turn() (more bool) {
 		qp.inbound.Pop()
 	}
 	qp.sendPendingACK()
-	more = qp.inbound.Len() > 0
+	more = qp.inbound.Len() > 0 || qp.resp.read.active
 	if qp.State() != ib.QPStateErr {
 		qp.checkTimers(now)
 	}

@@ -23,6 +23,7 @@ type responder struct {
 	ackPSN     wire.PSN
 	res        []resource // responder resources (max_dest_rd_atomic)
 	resNext    int
+	read       readStream // READ responses still to send
 }
 
 // writeState is the RDMA WRITE in progress, from its RETH.

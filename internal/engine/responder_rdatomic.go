@@ -29,41 +29,65 @@ func (qp *QP) respRead(p wire.Packet, psn wire.PSN) respError {
 	*res = resource{kind: wire.OpRead, first: psn, last: psn.Add(npkts - 1), va: reth.VA(), rkey: reth.RKey(), length: n}
 	qp.resp.msn++
 	qp.resp.psn = res.last.Next()
-	return qp.readResponses(reth.VA(), reth.RKey(), n, psn)
+	qp.startRead(reth.VA(), reth.RKey(), n, psn)
+	return respOK
 }
 
-// readResponses sends the READ response packets for length bytes at va,
-// numbered from psn: FIRST/MIDDLE/LAST or ONLY by position (ROCEV2.md §5.2).
-// The key is checked again for every packet, so a region deregistered
-// mid-read is caught.
-func (qp *QP) readResponses(va uint64, rkey, length uint32, psn wire.PSN) respError {
+// readStream is a READ whose responses are being sent, a turn's budget at
+// a time; requests behind it wait, so responses stay in PSN order.
+type readStream struct {
+	active  bool
+	started bool // a response of this READ has been sent
+	va      uint64
+	rkey    uint32
+	length  uint32
+	off     uint32   // bytes sent
+	psn     wire.PSN // of the next response
+	reqPSN  wire.PSN // of the request, for a NAK
+}
+
+// startRead queues the responses for length bytes at va, numbered from psn
+// (ROCEV2.md §5.2). A pending coalesced ACK goes first.
+func (qp *QP) startRead(va uint64, rkey, length uint32, psn wire.PSN) {
 	qp.sendPendingACK()
-	var off uint32
-	for started := false; ; started = true {
-		resid := length - off
-		pos := positionOf(started, resid, qp.mtu)
-		n := min(resid, qp.mtu)
-		f := wire.BTHFields{Opcode: readResponseOpcodes[pos], PKey: defaultPKey, DestQP: uint32(qp.attr.DestQPN), PSN: psn}
-		p := qp.xmit.start(qp, &f, int(n))
+	qp.resp.read = readStream{active: true, va: va, rkey: rkey, length: length, psn: psn, reqPSN: psn}
+}
+
+// streamRead sends up to budget READ response packets — FIRST/MIDDLE/LAST
+// or ONLY by position — and returns how many. The key is checked again for
+// every packet, so a region deregistered mid-read ends it with a NAK.
+func (qp *QP) streamRead(budget int) int {
+	r := &qp.resp.read
+	n := 0
+	for ; r.active && n < budget; n++ {
+		resid := r.length - r.off
+		pos := positionOf(r.started, resid, qp.mtu)
+		size := min(resid, qp.mtu)
+		f := wire.BTHFields{Opcode: readResponseOpcodes[pos], PKey: defaultPKey, DestQP: uint32(qp.attr.DestQPN), PSN: r.psn}
+		p := qp.xmit.start(qp, &f, int(size))
 		if h := p.AETH(); h != nil {
 			h.Encode(&wire.AETHFields{Syndrome: wire.ACKSyndrome(wire.CreditsUnlimited), MSN: qp.resp.msn})
 		}
-		if n > 0 {
-			ref, fault := qp.dev.mrs.Acquire(mem.Key(rkey), qp.pd, va+uint64(off), uint64(n), mem.RemoteRead)
+		if size > 0 {
+			ref, fault := qp.dev.mrs.Acquire(mem.Key(r.rkey), qp.pd, r.va+uint64(r.off), uint64(size), mem.RemoteRead)
 			if fault != mem.FaultNone {
 				qp.xmit.abort()
-				return errRemoteAccess
+				r.active = false
+				qp.respFail(errRemoteAccess, r.reqPSN)
+				return n
 			}
 			copy(p.Payload(), ref.Bytes())
 			ref.Release()
 		}
 		qp.xmit.queue(qp, p)
-		off += n
+		r.off += size
+		r.started = true
+		r.psn = r.psn.Next()
 		if pos == posLast || pos == posOnly {
-			return respOK
+			r.active = false
 		}
-		psn = psn.Next()
 	}
+	return n
 }
 
 // respAtomic executes COMPARE SWAP or FETCH ADD with a CPU atomic on the
@@ -134,9 +158,7 @@ func (qp *QP) duplicate(p wire.Packet, psn wire.PSN) {
 			if reth.RKey() != res.rkey || reth.VA() < res.va || reth.VA()+uint64(reth.DMALength()) > end {
 				return
 			}
-			if e := qp.readResponses(reth.VA(), reth.RKey(), reth.DMALength(), psn); e != respOK {
-				qp.respFail(e, psn)
-			}
+			qp.startRead(reth.VA(), reth.RKey(), reth.DMALength(), psn)
 			return
 		}
 	case info.Is(wire.OpAtomic):
