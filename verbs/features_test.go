@@ -304,3 +304,21 @@ func TestDeviceQueries(t *testing.T) {
 		t.Errorf("link MTU 1500: active MTU %v, want 1024", port.ActiveMTU)
 	}
 }
+
+// TestHugeReadRefused: a READ needing more response PSNs than half the
+// 24-bit space can order is refused at post time.
+func TestHugeReadRefused(t *testing.T) {
+	o := verbs.DefaultConnectOptions()
+	o.PathMTU = verbs.MTU256
+	p := verbstest.New(t, verbstest.Options{Connect: &o})
+	local := p.A.Buffer(t, 8, 0)
+	huge := local.SGE(0, 1<<30) // never gathered: the post is refused first
+	err := p.A.QP.PostSend(&verbs.SendWR{Opcode: verbs.WRRDMARead, SGList: []verbs.SGE{huge}, RemoteAddr: 1 << 20, RKey: 1})
+	if !errors.Is(err, verbs.ErrMessageSize) {
+		t.Fatalf("READ of 1 GiB at MTU 256: %v, want ErrMessageSize", err)
+	}
+	ok := local.SGE(0, 8)
+	if err := p.A.QP.PostSend(&verbs.SendWR{Opcode: verbs.WRRDMARead, SGList: []verbs.SGE{ok}, RemoteAddr: 1 << 20, RKey: 1}); err != nil {
+		t.Fatalf("a small READ was refused: %v", err)
+	}
+}

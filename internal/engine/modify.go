@@ -42,6 +42,10 @@ func (qp *QP) modify(attr *QPAttr, mask ib.QPAttrMask) error {
 	qp.apply(attr, mask)
 	switch next {
 	case ib.QPStateReset:
+		// Publish RESET before emptying the queues: a post checks the
+		// state under the queue lock, so it either lands before the reset
+		// clears it or sees RESET and fails.
+		qp.state.Store(uint32(next))
 		qp.reset()
 	case ib.QPStateRTR:
 		if cur == ib.QPStateInit {

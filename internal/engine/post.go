@@ -19,11 +19,11 @@ func (e *PostError) Unwrap() error { return e.Err }
 // only for immediate faults: the QP state, a full queue, or a malformed
 // request; everything else is reported by a completion.
 func (qp *QP) PostSend(wr *SendWR) error {
-	st := qp.State()
-	if st < ib.QPStateRTS {
+	qp.sqMu.Lock()
+	if qp.State() < ib.QPStateRTS {
+		qp.sqMu.Unlock()
 		return ErrQPState
 	}
-	qp.sqMu.Lock()
 	var err error
 	i := 0
 	for ; wr != nil; wr, i = wr.Next, i+1 {
@@ -50,6 +50,9 @@ func (qp *QP) PostSend(wr *SendWR) error {
 	return nil
 }
 
+// maxReadPSNs bounds the response packets of one READ.
+const maxReadPSNs = 1<<22 - unackedWindow
+
 // checkSendWR validates a send WR against the QP (rxe_verbs.c validate_send_wr).
 func (qp *QP) checkSendWR(wr *SendWR) error {
 	switch wr.Opcode {
@@ -66,6 +69,12 @@ func (qp *QP) checkSendWR(wr *SendWR) error {
 		n += uint64(wr.SGList[i].Length)
 	}
 	if n > MaxMsgSize {
+		return ErrMessageSize
+	}
+	// A READ takes one PSN per response packet; past half the 24-bit
+	// space PSN order breaks down (ROCEV2.md §6.1), and the unacknowledged
+	// window must still fit.
+	if wr.Opcode == ib.WRRDMARead && qp.mtu > 0 && n/uint64(qp.mtu) >= maxReadPSNs {
 		return ErrMessageSize
 	}
 	if wr.Opcode == ib.WRAtomicCmpAndSwp || wr.Opcode == ib.WRAtomicFetchAndAdd {
@@ -121,10 +130,11 @@ func (qp *QP) fillSendWQE(w *sendWQE, wr *SendWR) error {
 
 // PostRecv queues a chain of receive work requests (ibv_post_recv).
 func (qp *QP) PostRecv(wr *RecvWR) error {
+	qp.rqMu.Lock()
 	if qp.State() == ib.QPStateReset {
+		qp.rqMu.Unlock()
 		return ErrQPState
 	}
-	qp.rqMu.Lock()
 	var err error
 	i := 0
 	for ; wr != nil; wr, i = wr.Next, i+1 {
