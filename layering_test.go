@@ -28,6 +28,7 @@ var layers = map[string]struct {
 	"conn":               {thirdParty: []string{"golang.org/x/net", "golang.org/x/sys"}},
 	"conn/memconn":       {internal: []string{"conn"}},
 	"internal/leakcheck": {}, // test helper, standard library only
+	"internal/golden":    {}, // test helper, standard library only
 	"internal/wire":      {}, // standard library only
 	"internal/ib":        {},
 	"internal/queue":     {},

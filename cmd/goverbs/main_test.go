@@ -1,9 +1,10 @@
 package main
 
 import (
+	"github.com/goverbs/goverbs/internal/golden"
+
 	"bytes"
 	"errors"
-	"flag"
 	"io"
 	"net/netip"
 	"os"
@@ -16,31 +17,12 @@ import (
 	"github.com/goverbs/goverbs/internal/wire"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (go test -update to accept):\n%s", path, got)
-	}
-}
-
 func TestCodecDemo(t *testing.T) {
 	var out bytes.Buffer
 	if err := run([]string{"codec"}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "codec.golden", out.Bytes())
+	golden.Check(t, "codec.golden", out.Bytes())
 	// The demo's packets are the reference vectors of ROCEV2.md §4.4.
 	for _, want := range []string{"7d 8e d0 d8", "2d 8e 58 b6", "ICRC BAD"} {
 		if !strings.Contains(out.String(), want) {
@@ -90,7 +72,7 @@ func TestDecode(t *testing.T) {
 	if err := run([]string{"decode", path}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "decode.golden", out.Bytes())
+	golden.Check(t, "decode.golden", out.Bytes())
 }
 
 func TestUsageErrors(t *testing.T) {

@@ -1,36 +1,16 @@
 package devinfo
 
 import (
+	"github.com/goverbs/goverbs/internal/golden"
+
 	"bytes"
-	"flag"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/goverbs/goverbs/conn/memconn"
 	"github.com/goverbs/goverbs/verbs"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (go test -update to accept):\n%s", path, got)
-	}
-}
 
 // device opens a device on a fixed address of an in-memory fabric, so its
 // GUID and output are the same on every run.
@@ -53,7 +33,7 @@ func TestDevInfo(t *testing.T) {
 	if err := DevInfo(&out, device(t), 0); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "ibv_devinfo.golden", out.Bytes())
+	golden.Check(t, "ibv_devinfo.golden", out.Bytes())
 	if err := DevInfo(&out, device(t), 2); err == nil {
 		t.Error("port 2 accepted")
 	}
@@ -62,13 +42,13 @@ func TestDevInfo(t *testing.T) {
 func TestDevices(t *testing.T) {
 	var out bytes.Buffer
 	Devices(&out, []*verbs.Device{device(t)})
-	golden(t, "ibv_devices.golden", out.Bytes())
+	golden.Check(t, "ibv_devices.golden", out.Bytes())
 }
 
 func TestStat(t *testing.T) {
 	var out bytes.Buffer
 	Stat(&out, device(t))
-	golden(t, "stat.golden", out.Bytes())
+	golden.Check(t, "stat.golden", out.Bytes())
 	if !strings.HasPrefix(out.String(), "link goverbs0/1 sent_pkts 0 rcvd_pkts 0 duplicate_request 0") {
 		t.Errorf("not in rdma statistic's shape: %q", out.String())
 	}
