@@ -1,7 +1,7 @@
 package verbs_test
 
 import (
-	"sync/atomic"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -20,28 +20,7 @@ func TestSeqNAKPastRead(t *testing.T) {
 		o := verbs.DefaultConnectOptions()
 		o.PathMTU = verbs.MTU1024
 		p := verbstest.New(t, verbstest.Options{Connect: &o})
-		var droppedResp, droppedSend atomic.Bool
-		var readReqs atomic.Int32
-		p.Net.SetFilter(func(d *memconn.Datagram) memconn.Verdict {
-			pk := wire.Packet(d.Data)
-			if pk.Validate() != nil {
-				return memconn.Deliver
-			}
-			switch pk.Opcode() {
-			case wire.RCReadRequest:
-				n := readReqs.Add(1)
-				t.Logf("READ request #%d PSN %#x VA-off? len %d", n, pk.BTH().PSN(), pk.RETH().DMALength())
-			case wire.RCReadResponseOnly:
-				if droppedResp.CompareAndSwap(false, true) {
-					return memconn.Drop
-				}
-			case wire.RCSendOnly:
-				if droppedSend.CompareAndSwap(false, true) {
-					return memconn.Drop
-				}
-			}
-			return memconn.Deliver
-		})
+		dropFirst(p, wire.RCReadResponseOnly, wire.RCSendOnly)
 		remote := p.B.Buffer(t, 1024, 7)
 		local := p.A.Buffer(t, 1024+16, 0)
 		copy(local.Bytes()[1024:], "AAAAAAAABBBBBBBB")
@@ -105,4 +84,25 @@ func TestFailedWQEAfterRead(t *testing.T) {
 	if err != nil {
 		t.Errorf("%v; QP state %v", err, p.A.QP.Query().State)
 	}
+}
+
+// dropFirst makes the fabric lose the first packet of each given opcode.
+func dropFirst(p *verbstest.Pair, ops ...wire.Opcode) {
+	var mu sync.Mutex
+	dropped := map[wire.Opcode]bool{}
+	p.Net.SetFilter(func(d *memconn.Datagram) memconn.Verdict {
+		pk := wire.Packet(d.Data)
+		if pk.Validate() != nil {
+			return memconn.Deliver
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, op := range ops {
+			if pk.Opcode() == op && !dropped[op] {
+				dropped[op] = true
+				return memconn.Drop
+			}
+		}
+		return memconn.Deliver
+	})
 }

@@ -2,11 +2,9 @@ package verbs_test
 
 import (
 	"bytes"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/goverbs/goverbs/conn/memconn"
 	"github.com/goverbs/goverbs/internal/wire"
 	"github.com/goverbs/goverbs/verbs"
 	"github.com/goverbs/goverbs/verbs/verbstest"
@@ -19,22 +17,7 @@ func TestRNRNAKPastRead(t *testing.T) {
 	o := verbs.DefaultConnectOptions()
 	o.PathMTU = verbs.MTU256
 	p := verbstest.New(t, verbstest.Options{Connect: &o})
-	var dropped atomic.Bool
-	p.Net.SetFilter(func(d *memconn.Datagram) memconn.Verdict {
-		pk := wire.Packet(d.Data)
-		if pk.Validate() != nil {
-			return memconn.Deliver
-		}
-		switch pk.Opcode() {
-		case wire.RCReadRequest:
-			t.Logf("READ request PSN %#x len %d", pk.BTH().PSN(), pk.RETH().DMALength())
-		case wire.RCReadResponseMiddle:
-			if dropped.CompareAndSwap(false, true) {
-				return memconn.Drop
-			}
-		}
-		return memconn.Deliver
-	})
+	dropFirst(p, wire.RCReadResponseMiddle)
 	remote := p.B.Buffer(t, 1024, 7)
 	local := p.A.Buffer(t, 1024+8, 0)
 	copy(local.Bytes()[1024:], "AAAAAAAA")
