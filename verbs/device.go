@@ -3,6 +3,7 @@ package verbs
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"sync"
 
@@ -29,6 +30,11 @@ type DeviceConfig struct {
 	// MTU). Zero means 1500 for UDP on a non-loopback address, and 4176
 	// (active MTU 4096) on loopback and in-memory links.
 	LinkMTU int
+	// Capture, if set, receives a pcap stream (Ethernet/IP/UDP framing,
+	// readable by Wireshark) of every packet the device sends and
+	// receives. It slows the data path; use it to debug. Wireshark decodes
+	// UDP port 4791 as RoCEv2; for other ports use Decode As → RRoCE.
+	Capture io.Writer
 }
 
 // Device is an open software RDMA device (struct ibv_context).
@@ -64,7 +70,7 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 			linkMTU = 1500
 		}
 	}
-	e, err := engine.NewDevice(engine.DeviceConfig{Bind: bind, ActiveMTU: ib.ActiveMTU(linkMTU)})
+	e, err := engine.NewDevice(engine.DeviceConfig{Bind: bind, ActiveMTU: ib.ActiveMTU(linkMTU), Capture: cfg.Capture})
 	if err != nil {
 		bind.Close()
 		return nil, fmt.Errorf("open device: %w", err)

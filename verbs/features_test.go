@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/goverbs/goverbs/conn/memconn"
+	"github.com/goverbs/goverbs/internal/capture"
 	"github.com/goverbs/goverbs/internal/engine"
 	"github.com/goverbs/goverbs/internal/wire"
 	"github.com/goverbs/goverbs/verbs"
@@ -321,4 +324,58 @@ func TestHugeReadRefused(t *testing.T) {
 	if err := p.A.QP.PostSend(&verbs.SendWR{Opcode: verbs.WRRDMARead, SGList: []verbs.SGE{ok}, RemoteAddr: 1 << 20, RKey: 1}); err != nil {
 		t.Fatalf("a small READ was refused: %v", err)
 	}
+}
+
+// TestCapture: a device with Capture writes a pcap of what it sent and
+// received, which decodes with valid ICRCs.
+func TestCapture(t *testing.T) {
+	for _, link := range links {
+		t.Run(link.String(), func(t *testing.T) {
+			var pcap bytes.Buffer
+			var mu sync.Mutex
+			o := verbstest.Options{Link: link, CaptureA: &lockedWriter{w: &pcap, mu: &mu}}
+			p := verbstest.New(t, o)
+			src, dst := p.A.Buffer(t, 5000, 1), p.B.Buffer(t, 5000, 0)
+			post(t, p.A.QP, &verbs.SendWR{WRID: 1, Opcode: verbs.WRRDMAWrite, Flags: verbs.SendSignaled,
+				SGList: []verbs.SGE{src.SGE(0, 5000)}, RemoteAddr: dst.Addr(), RKey: dst.RKey()})
+			verbstest.MustPoll(t, p.A.SendCQ, 1)
+			p.A.Dev.Close() // flush nothing in flight: the frames are written synchronously
+			mu.Lock()
+			r, err := capture.NewReader(bytes.NewReader(pcap.Bytes()))
+			mu.Unlock()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.AnyPort = true // the UDP test devices use ephemeral ports
+			var ops []wire.Opcode
+			for {
+				f, err := r.Next()
+				if err != nil {
+					if !errors.Is(err, io.EOF) {
+						t.Fatalf("reading the capture: %v", err)
+					}
+					break
+				}
+				if err := f.Packet.CheckICRC(&f.Envelope); err != nil {
+					t.Errorf("%v: %v", f.Packet, err)
+				}
+				ops = append(ops, f.Packet.Opcode())
+			}
+			want := []wire.Opcode{wire.RCWriteFirst, wire.RCWriteLast, wire.RCAcknowledge}
+			if fmt.Sprint(ops) != fmt.Sprint(want) {
+				t.Errorf("captured %v, want %v", ops, want)
+			}
+		})
+	}
+}
+
+type lockedWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }

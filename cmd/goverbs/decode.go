@@ -12,7 +12,7 @@ import (
 )
 
 // decodeFile prints one line per RoCEv2 frame of a pcap file and a summary.
-func decodeFile(path string, stdout io.Writer) error {
+func decodeFile(path string, allPorts bool, stdout io.Writer) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -22,6 +22,7 @@ func decodeFile(path string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	r.AnyPort = allPorts
 	var n, bad int
 	var first capture.Frame
 	for {

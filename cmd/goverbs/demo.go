@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net/netip"
+	"os"
 	"time"
 
 	"github.com/goverbs/goverbs/internal/devinfo"
@@ -12,9 +14,42 @@ import (
 
 // demoConfig sizes the loopback demo.
 type demoConfig struct {
-	size  int // message size of SEND/WRITE/READ
-	iters int // messages per operation
-	depth int // work requests kept outstanding
+	size    int       // message size of SEND/WRITE/READ
+	iters   int       // messages per operation
+	depth   int       // work requests kept outstanding
+	capture io.Writer // pcap of the first device's packets, or nil
+}
+
+func demoCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("demo", stderr)
+	cfg := defaultDemo
+	fs.IntVar(&cfg.size, "s", cfg.size, "message `size` in bytes")
+	fs.IntVar(&cfg.iters, "n", cfg.iters, "`iterations` per operation")
+	pcap := fs.String("pcap", "", "write the first device's packets to `FILE` (pcap, for Wireshark)")
+	if err := parse(fs, args); err != nil {
+		return ignoreHelp(err)
+	}
+	if cfg.size < 8 || cfg.iters < 1 {
+		return fmt.Errorf("%w: -s must be at least 8 and -n at least 1", errUsage)
+	}
+	if *pcap != "" {
+		f, err := os.Create(*pcap)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w := bufio.NewWriter(f)
+		defer w.Flush()
+		cfg.capture = w
+	}
+	if err := demo(stdout, cfg); err != nil {
+		return err
+	}
+	if *pcap != "" {
+		fmt.Fprintf(stdout, "\npackets of goverbs0 written to %s; read them with 'goverbs decode -all-ports %s'\n"+
+			"(the demo uses free UDP ports: in Wireshark, Decode As... UDP port -> RRoCE)\n", *pcap, *pcap)
+	}
+	return nil
 }
 
 var defaultDemo = demoConfig{size: 64 << 10, iters: 500, depth: 16}
@@ -31,10 +66,10 @@ type endpoint struct {
 	mem      *verbs.Buffer
 }
 
-func openEndpoint(cfg demoConfig) (*endpoint, error) {
+func openEndpoint(cfg demoConfig, capture io.Writer) (*endpoint, error) {
 	// Port 0 picks a free UDP port, so the demo runs next to anything
 	// already on 4791 (such as the kernel's rdma_rxe).
-	dev, err := verbs.OpenDevice(verbs.DeviceConfig{Addr: netip.MustParseAddrPort("127.0.0.1:0")})
+	dev, err := verbs.OpenDevice(verbs.DeviceConfig{Addr: netip.MustParseAddrPort("127.0.0.1:0"), Capture: capture})
 	if err != nil {
 		return nil, err
 	}
@@ -80,12 +115,12 @@ func (e *endpoint) close() {
 // demo runs every RC operation between two devices on loopback UDP,
 // verifies the data and prints a report per operation.
 func demo(w io.Writer, cfg demoConfig) error {
-	a, err := openEndpoint(cfg)
+	a, err := openEndpoint(cfg, cfg.capture)
 	if err != nil {
 		return err
 	}
 	defer a.close()
-	b, err := openEndpoint(cfg)
+	b, err := openEndpoint(cfg, nil)
 	if err != nil {
 		return err
 	}

@@ -59,10 +59,13 @@ func rcPingpong(args []string, stdout, stderr io.Writer) error {
 const usage = `usage: goverbs <command> [arguments]
 
 commands:
-  demo            run SEND, RDMA WRITE (with and without immediate), RDMA READ and both
-                  atomics between two devices on loopback UDP, verify the data, report speed
+  demo [-s SIZE] [-n ITERS] [-pcap FILE]
+                  run SEND, RDMA WRITE (with and without immediate), RDMA READ and both
+                  atomics between two devices on loopback UDP, verify the data, report speed;
+                  -pcap writes the first device's packets for Wireshark
   codec           build an RC SEND and its ACK with the RoCEv2 codec, print and verify them
-  decode FILE     decode the RoCEv2 frames (UDP port 4791) of a pcap file and check their ICRCs
+  decode [-all-ports] FILE
+                  decode the RoCEv2 frames (UDP port 4791, or any) of a pcap file, check ICRCs
   ibv_rc_pingpong [options] [host]
                   RC ping-pong with the options, exchange and output of rdma-core's tool
   ibv_devinfo [-d NAME] [-i PORT] [-l] [--addr IP] [--link-mtu N]
@@ -78,20 +81,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "demo":
-		if len(rest) != 0 {
-			return fmt.Errorf("%w: demo takes no arguments", errUsage)
-		}
-		return demo(stdout, defaultDemo)
+		return demoCmd(rest, stdout, stderr)
 	case "codec":
 		if len(rest) != 0 {
 			return fmt.Errorf("%w: codec takes no arguments", errUsage)
 		}
 		return codecDemo(stdout)
 	case "decode":
-		if len(rest) != 1 {
-			return fmt.Errorf("%w: decode FILE", errUsage)
+		fs := newFlagSet("decode", stderr)
+		all := fs.Bool("all-ports", false, "decode UDP datagrams to every port, not only 4791")
+		if err := fs.Parse(rest); err != nil || fs.NArg() != 1 {
+			return fmt.Errorf("%w: decode [-all-ports] FILE", errUsage)
 		}
-		return decodeFile(rest[0], stdout)
+		return decodeFile(fs.Arg(0), *all, stdout)
 	case "ibv_rc_pingpong", "ibv_devinfo", "ibv_devices":
 		return tools[cmd](rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":

@@ -76,7 +76,7 @@ func TestDecode(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
-	for _, args := range [][]string{nil, {"bogus"}, {"decode"}, {"demo", "x"}, {"ibv_rc_pingpong", "-m", "100"}} {
+	for _, args := range [][]string{nil, {"bogus"}, {"decode"}, {"decode", "-x", "f"}, {"demo", "x"}, {"demo", "-s", "4"}, {"ibv_rc_pingpong", "-m", "100"}} {
 		var out bytes.Buffer
 		if err := run(args, &out, io.Discard); !errors.Is(err, errUsage) {
 			t.Errorf("%q: err = %v, want a usage error", args, err)
@@ -86,7 +86,7 @@ func TestUsageErrors(t *testing.T) {
 	if err := run([]string{"decode", filepath.Join(t.TempDir(), "missing.pcap")}, &out, io.Discard); err == nil || errors.Is(err, errUsage) {
 		t.Errorf("missing file: %v", err)
 	}
-	if err := run([]string{"help"}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "decode FILE") {
+	if err := run([]string{"help"}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "decode [-all-ports] FILE") {
 		t.Errorf("help: %v %q", err, out.String())
 	}
 }
@@ -133,5 +133,22 @@ func TestDeviceTools(t *testing.T) {
 		if err := run(bad, io.Discard, io.Discard); !errors.Is(err, errUsage) {
 			t.Errorf("%q: %v, want a usage error", bad, err)
 		}
+	}
+}
+
+// TestDemoCapture: with -pcap the demo leaves a capture the decoder reads
+// back with valid ICRCs.
+func TestDemoCapture(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "demo.pcap")
+	var out bytes.Buffer
+	if err := run([]string{"demo", "-s", "5000", "-n", "3", "-pcap", path}, &out, io.Discard); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	out.Reset()
+	if err := run([]string{"decode", "-all-ports", path}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "RC_RDMA_READ_REQUEST") || !strings.Contains(out.String(), " 0 malformed or with a bad ICRC") {
+		t.Errorf("decoded capture:\n%s", out.String())
 	}
 }

@@ -120,6 +120,9 @@ func (w *Writer) WriteFrame(f *Frame) error {
 // Reader reads RoCEv2 frames from a pcap stream with Ethernet link type.
 type Reader struct {
 	r *pcapgo.Reader
+	// AnyPort makes Next return UDP datagrams to every port, not only to
+	// 4791: devices sharing a host in tests listen on other ports.
+	AnyPort bool
 }
 
 // NewReader reads the pcap file header from r.
@@ -138,8 +141,8 @@ func NewReader(r io.Reader) (*Reader, error) {
 // complete IPv4/IPv6 UDP datagrams.
 var ErrNotRoCE = errors.New("capture: not a RoCEv2 datagram")
 
-// Next returns the next frame addressed to UDP port 4791, skipping all
-// other traffic, or io.EOF at the end. The packet bytes are the reader's
+// Next returns the next frame addressed to UDP port 4791 (any port with
+// AnyPort), skipping all other traffic, or io.EOF at the end. The packet bytes are the reader's
 // own copy.
 func (r *Reader) Next() (Frame, error) {
 	for {
@@ -147,7 +150,7 @@ func (r *Reader) Next() (Frame, error) {
 		if err != nil {
 			return Frame{}, err
 		}
-		f, ok, err := decode(data)
+		f, ok, err := decode(data, r.AnyPort)
 		if err != nil {
 			return Frame{}, err
 		}
@@ -159,10 +162,10 @@ func (r *Reader) Next() (Frame, error) {
 }
 
 // decode extracts a RoCEv2 frame; ok is false for other traffic.
-func decode(data []byte) (f Frame, ok bool, err error) {
+func decode(data []byte, anyPort bool) (f Frame, ok bool, err error) {
 	pkt := gopacket.NewPacket(data, layers.LayerTypeEthernet, gopacket.Default)
 	udp, _ := pkt.Layer(layers.LayerTypeUDP).(*layers.UDP)
-	if udp == nil || udp.DstPort != wire.UDPPort {
+	if udp == nil || (!anyPort && udp.DstPort != wire.UDPPort) {
 		return Frame{}, false, nil
 	}
 	e := &f.Envelope

@@ -40,6 +40,7 @@ func (d *Device) recvLoop() {
 			continue
 		}
 		for i := range got {
+			d.tap.recordReceived(&msgs[i], d.local)
 			qp := d.accept(&msgs[i])
 			if qp == nil {
 				continue

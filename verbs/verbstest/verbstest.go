@@ -5,6 +5,7 @@ package verbstest
 
 import (
 	"fmt"
+	"io"
 	"net/netip"
 	"testing"
 	"time"
@@ -46,6 +47,8 @@ type Options struct {
 	ConnectB *verbs.ConnectOptions
 	// SQSigAll is passed to both QPs.
 	SQSigAll bool
+	// CaptureA, if set, receives a pcap of side A's packets.
+	CaptureA io.Writer
 }
 
 // Side is one end of a Pair.
@@ -89,6 +92,7 @@ func New(tb testing.TB, o Options) *Pair {
 		lo := netip.MustParseAddrPort("127.0.0.1:0") // ephemeral ports
 		cfgA, cfgB = verbs.DeviceConfig{Addr: lo}, verbs.DeviceConfig{Addr: lo}
 	}
+	cfgA.Capture = o.CaptureA
 	p.A = newSide(tb, cfgA, &o)
 	p.B = newSide(tb, cfgB, &o)
 	ca := verbs.DefaultConnectOptions()
