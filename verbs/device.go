@@ -137,3 +137,16 @@ func (d *Device) CreateCQ(cqe int) (*CQ, error) {
 	}
 	return &CQ{c: c}, nil
 }
+
+// ParseAddr parses a device address written "IP" or "IP:port" (IPv6 as
+// "[IP]:port"); without a port it is the RoCEv2 port 4791.
+func ParseAddr(s string) (netip.AddrPort, error) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap, nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("invalid device address %q: want IP or IP:port", s)
+	}
+	return netip.AddrPortFrom(a, 4791), nil
+}

@@ -192,3 +192,7 @@ var (
 	ErrInlineAccess = engine.ErrInlineAccess
 	ErrCQOverrun    = engine.ErrCQOverrun
 )
+
+// MTUFromBytes returns the MTU of exactly n bytes, and false when n is not
+// 256, 512, 1024, 2048 or 4096.
+func MTUFromBytes(n int) (MTU, bool) { return ib.MTUFromBytes(n) }

@@ -1,8 +1,10 @@
 package verbs
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"runtime"
 
 	"github.com/goverbs/goverbs/internal/engine"
 	"github.com/goverbs/goverbs/internal/mem"
@@ -125,6 +127,32 @@ func (cq *CQ) Poll(wcs []WC) (int, error) { return cq.c.Poll(wcs) }
 // Notify returns a channel that receives a value after new completions
 // arrive, for waiting without spinning; poll again after each wake-up.
 func (cq *CQ) Notify() <-chan struct{} { return cq.c.Notify() }
+
+// spinPolls is how many empty polls Wait makes, yielding the processor
+// between them, before it sleeps on Notify. The NIC is goroutines of this
+// process, so a poller that never yields delays the very packets it waits
+// for (measured against rxe on two cores: a 3.4 ms median ACK delay).
+const spinPolls = 64
+
+// Wait is Poll that returns only with at least one completion, an error,
+// or, once ctx is done, ctx's error. It spins briefly before it sleeps.
+func (cq *CQ) Wait(ctx context.Context, wcs []WC) (int, error) {
+	for i := 0; ; i++ {
+		n, err := cq.Poll(wcs)
+		if n > 0 || err != nil {
+			return n, err
+		}
+		if i < spinPolls {
+			runtime.Gosched()
+			continue
+		}
+		select {
+		case <-cq.Notify():
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+}
 
 // Cap returns the number of completions the CQ holds.
 func (cq *CQ) Cap() int { return cq.c.Cap() }

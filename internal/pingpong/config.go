@@ -4,7 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/netip"
+
+	"github.com/goverbs/goverbs/verbs"
 )
 
 // Config holds ibv_rc_pingpong's options (CONNECT.md §1.1) plus goverbs'
@@ -80,28 +81,16 @@ func ParseArgs(prog string, args []string, stderr io.Writer) (Config, error) {
 	if c.IBPort < 1 {
 		return c, fmt.Errorf("invalid IB port %d", c.IBPort)
 	}
-	if _, ok := mtuOf(c.MTU); !ok {
+	if _, ok := verbs.MTUFromBytes(c.MTU); !ok {
 		return c, fmt.Errorf("invalid MTU %d (256, 512, 1024, 2048 or 4096)", c.MTU)
 	}
 	if c.Size < 1 || c.RxDepth < 1 || c.Iters < 1 {
 		return c, fmt.Errorf("size, rx-depth and iters must be positive")
 	}
 	if c.Addr != "" {
-		if _, err := parseAddr(c.Addr); err != nil {
+		if _, err := verbs.ParseAddr(c.Addr); err != nil {
 			return c, err
 		}
 	}
 	return c, nil
-}
-
-// parseAddr accepts "IP" or "IP:port".
-func parseAddr(s string) (netip.AddrPort, error) {
-	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return ap, nil
-	}
-	a, err := netip.ParseAddr(s)
-	if err != nil {
-		return netip.AddrPort{}, fmt.Errorf("invalid --addr %q: want IP or IP:port", s)
-	}
-	return netip.AddrPortFrom(a, 4791), nil
 }

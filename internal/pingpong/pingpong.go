@@ -5,37 +5,24 @@
 package pingpong
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/netip"
-	"runtime"
 	"strconv"
 	"time"
 
 	"github.com/goverbs/goverbs/verbs"
 )
 
-// spinPolls is how many empty polls the polling mode spins before it
-// waits for the CQ to signal.
-const spinPolls = 64
-
 // Work request ids, as in rc_pingpong: the pending mask is built from them.
 const (
 	recvWRID = 1
 	sendWRID = 2
 )
-
-func mtuOf(n int) (verbs.MTU, bool) {
-	for m := verbs.MTU256; m <= verbs.MTU4096; m++ {
-		if m.Bytes() == n {
-			return m, true
-		}
-	}
-	return 0, false
-}
 
 // session is one run's RDMA resources.
 type session struct {
@@ -102,7 +89,7 @@ func exchangeConn(cfg Config) (net.Conn, error) {
 func open(cfg Config, c net.Conn) (*session, error) {
 	addr := netip.AddrPortFrom(c.LocalAddr().(*net.TCPAddr).AddrPort().Addr().Unmap(), 4791)
 	if cfg.Addr != "" {
-		addr, _ = parseAddr(cfg.Addr)
+		addr, _ = verbs.ParseAddr(cfg.Addr)
 	}
 	if cfg.IBPort != 1 {
 		return nil, fmt.Errorf("Couldn't get port info: port %d", cfg.IBPort)
@@ -210,7 +197,7 @@ func (s *session) connect(my, rem *dest) error {
 	if rem.gid.IsZero() {
 		return errors.New("Failed to modify QP to RTR: the peer sent no GID (run the C tool with -g)")
 	}
-	mtu, _ := mtuOf(s.cfg.MTU)
+	mtu, _ := verbs.MTUFromBytes(s.cfg.MTU)
 	rtr := verbs.QPAttr{State: verbs.QPStateRTR, PathMTU: mtu, DestQPN: verbs.QPN(rem.qpn), RQPSN: rem.psn,
 		MaxDestRdAtomic: 1, MinRNRTimer: 12,
 		AH: verbs.AHAttr{IsGlobal: true, DGID: rem.gid, HopLimit: 1, SL: uint8(s.cfg.SL), PortNum: 1}}
@@ -224,6 +211,20 @@ func (s *session) connect(my, rem *dest) error {
 		return fmt.Errorf("Failed to modify QP to RTS: %w", err)
 	}
 	return nil
+}
+
+// poll returns at least one completion: with -e it sleeps on the CQ
+// between polls, otherwise it spins briefly first (verbs.CQ.Wait).
+func (s *session) poll(wcs []verbs.WC) (int, error) {
+	if !s.cfg.Events {
+		return s.cq.Wait(context.Background(), wcs)
+	}
+	for {
+		if n, err := s.cq.Poll(wcs); n > 0 || err != nil {
+			return n, err
+		}
+		<-s.cq.Notify()
+	}
 }
 
 // postRecv posts up to n receives into the shared buffer.
@@ -262,25 +263,12 @@ func (s *session) pingpong(stdout io.Writer) error {
 	}
 	start := time.Now()
 	wcs := make([]verbs.WC, 2)
-	rcnt, scnt, idle := 0, 0, 0
+	rcnt, scnt := 0, 0
 	for rcnt < cfg.Iters || scnt < cfg.Iters {
-		n, err := s.cq.Poll(wcs)
+		n, err := s.poll(wcs)
 		if err != nil {
 			return fmt.Errorf("poll CQ failed: %w", err)
 		}
-		if n == 0 {
-			// Polling spins only briefly before it sleeps on the CQ: the
-			// NIC is goroutines of this process, and a poller that never
-			// yields its CPU delays the very ACKs it waits for (measured
-			// against rxe on two cores: 3.4 ms median ACK delay).
-			if idle++; cfg.Events || idle > spinPolls {
-				<-s.cq.Notify()
-			} else {
-				runtime.Gosched()
-			}
-			continue
-		}
-		idle = 0
 		for i := range n {
 			wc := &wcs[i]
 			if wc.Status != verbs.WCSuccess {
