@@ -5,6 +5,8 @@
 //	goverbs decode FILE     decode the RoCEv2 frames of a pcap file
 //	goverbs ibv_rc_pingpong [options] [host]
 //	goverbs ibv_devinfo | ibv_devices [options]
+//	goverbs ib_write_bw | ib_write_lat | ib_read_bw | ib_read_lat |
+//	        ib_send_bw | ib_send_lat | ib_atomic_bw | ib_atomic_lat [options] [host]
 //
 // Subcommands named after the rdma-core tools take the same options and
 // print the same output; a link to the binary with the tool's name (for
@@ -19,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/goverbs/goverbs/internal/perftest"
 	"github.com/goverbs/goverbs/internal/pingpong"
 )
 
@@ -38,11 +41,30 @@ func main() {
 
 var errUsage = errors.New("usage")
 
-// tools are the subcommands that stand in for rdma-core tools.
+// tools are the subcommands that stand in for rdma-core and perftest tools.
 var tools = map[string]func(args []string, stdout, stderr io.Writer) error{
 	"ibv_rc_pingpong": rcPingpong,
 	"ibv_devinfo":     ibvDevinfo,
 	"ibv_devices":     ibvDevices,
+}
+
+func init() {
+	for name := range perftest.Tests {
+		tools[name] = func(args []string, stdout, stderr io.Writer) error {
+			return perftestTool(name, args, stdout, stderr)
+		}
+	}
+}
+
+func perftestTool(name string, args []string, stdout, stderr io.Writer) error {
+	cfg, err := perftest.ParseArgs(name, args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return perftest.Run(cfg, stdout)
 }
 
 func rcPingpong(args []string, stdout, stderr io.Writer) error {
@@ -68,6 +90,10 @@ commands:
                   decode the RoCEv2 frames (UDP port 4791, or any) of a pcap file, check ICRCs
   ibv_rc_pingpong [options] [host]
                   RC ping-pong with the options, exchange and output of rdma-core's tool
+  ib_write_bw, ib_write_lat, ib_read_bw, ib_read_lat, ib_send_bw, ib_send_lat,
+  ib_atomic_bw, ib_atomic_lat [options] [host]
+                  perftest's bandwidth and latency tests, with its options, exchange and
+                  output; -h lists the options
   ibv_devinfo [-d NAME] [-i PORT] [-l] [--addr IP] [--link-mtu N]
   ibv_devices [--addr IP]
                   describe the goverbs device on IP as rdma-core's tools describe theirs
@@ -94,12 +120,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("%w: decode [-all-ports] FILE", errUsage)
 		}
 		return decodeFile(fs.Arg(0), *all, stdout)
-	case "ibv_rc_pingpong", "ibv_devinfo", "ibv_devices":
-		return tools[cmd](rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
 	default:
+		if tool := tools[cmd]; tool != nil {
+			return tool(rest, stdout, stderr)
+		}
 		fmt.Fprint(stdout, usage)
 		return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
 	}

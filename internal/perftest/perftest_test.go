@@ -123,8 +123,15 @@ func TestBWLines(t *testing.T) {
 		t.Errorf("got\n%q\nwant\n%q", out.String(), want)
 	}
 	out.Reset()
-	WriteBWLine(&out, Report{Size: 2, Iters: 5, BWPeak: 1, BWAvg: 0.5, MsgRate: 0.25}, true)
-	if got := out.String(); got != " 2          5                0.008389            0.004194\t\t   0.250000\n" {
+	// In Gb/s an average below 0.1 switches to six decimals and another
+	// layout (REPORT_FMT_EXT).
+	WriteBWLine(&out, Report{Size: 2, Iters: 5, BWPeak: 0.05, BWAvg: 0.03, MsgRate: 0.25}, true)
+	if got := out.String(); got != " 2          5           0.050000            0.030000            0.250000\n" {
 		t.Errorf("gbits line %q", got)
+	}
+	out.Reset()
+	WriteBWLine(&out, Report{Size: 2, Iters: 5, BWPeak: 0.05, BWAvg: 0.03, MsgRate: 0.25}, false)
+	if got := out.String(); got != " 2          5                0.05               0.03   \t\t   0.250000\n" {
+		t.Errorf("MB/s line %q", got)
 	}
 }

@@ -20,19 +20,40 @@ func WriteBWHeader(w io.Writer, gbits bool) {
 	fmt.Fprintf(w, " #bytes     #iterations    BW peak[%s]    BW average[%s]   MsgRate[Mpps]\n", unit, unit)
 }
 
-// WriteBWLine prints one data line (CONNECT.md §2.8): size left-justified
-// in 7, iterations in 10, peak and average with 2 decimals, two TABs and
-// three spaces (perftest up to 6.26), the message rate with 6 decimals.
-// With gbits the bandwidths are 10^9 bits per second, all three numbers
-// with 6 decimals when the average is below 0.1.
+// WriteBWLine prints one data line (REPORT_FMT, CONNECT.md §2.8): size
+// left-justified in 7, iterations in 10, peak and average with 2
+// decimals, two TABs and three spaces (perftest up to 6.26), the message
+// rate with 6 decimals. The bandwidths are in the report's unit already;
+// in Gb/s an average below 0.1 switches to perftest's 6-decimal layout
+// (REPORT_FMT_EXT).
 func WriteBWLine(w io.Writer, r Report, gbits bool) {
-	peak, avg, prec := r.BWPeak, r.BWAvg, 2
-	if gbits {
-		const mbToGbit = 1 << 20 * 8 / 1e9
-		peak, avg = peak*mbToGbit, avg*mbToGbit
-		if avg < 0.1 {
-			prec = 6
-		}
+	if gbits && r.BWAvg < 0.1 {
+		fmt.Fprintf(w, " %-7d    %d           %-7.6f            %-7.6f            %-7.6f\n", r.Size, r.Iters, r.BWPeak, r.BWAvg, r.MsgRate)
+		return
 	}
-	fmt.Fprintf(w, " %-7d    %-10d       %-7.*f            %-7.*f\t\t   %-7.6f\n", r.Size, r.Iters, prec, peak, prec, avg, r.MsgRate)
+	fmt.Fprintf(w, " %-7d    %-10d       %-7.2f            %-7.2f\t\t   %-7.6f\n", r.Size, r.Iters, r.BWPeak, r.BWAvg, r.MsgRate)
+}
+
+// writeLatHeader prints the rule and header of the latency table
+// (RESULT_FMT_LAT, or RESULT_FMT_LAT_DUR in a -D run).
+func writeLatHeader(w io.Writer, duration bool) {
+	fmt.Fprintln(w, ResultLine)
+	if duration {
+		fmt.Fprintln(w, " #bytes        #iterations       t_avg[usec]    tps average")
+		return
+	}
+	fmt.Fprintln(w, " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] ")
+}
+
+// WriteLatLine prints one latency line (REPORT_FMT_LAT).
+func WriteLatLine(w io.Writer, size, iters int, s LatStats) {
+	fmt.Fprintf(w, " %-7d %d          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f\n",
+		size, iters, s.Min, s.Max, s.Typical, s.Avg, s.Stdev, s.P99, s.P999)
+}
+
+// WriteLatDurationLine prints the latency line of a -D run
+// (REPORT_FMT_LAT_DUR): average one-way latency and transactions per
+// second.
+func WriteLatDurationLine(w io.Writer, size, iters int, lat, tps float64) {
+	fmt.Fprintf(w, " %-7d       %d            %-7.2f        %-7.2f\n", size, iters, lat, tps)
 }

@@ -1,0 +1,337 @@
+package perftest
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/goverbs/goverbs/verbs"
+)
+
+// Limits perftest 4.5 enforces on its options.
+const (
+	minIters   = 5
+	maxIters   = 100000000
+	maxTxDepth = 15000
+	maxRxDepth = 16384
+	maxCQMod   = 1024
+	maxInline  = 912
+	maxSize    = 1 << 23 // the largest size of -a
+	maxGIDIdx  = 64
+	// cqModLimit is the size above which completions are requested for
+	// every message, so that the bandwidth is not computed from a few
+	// completions (perftest's MSG_SIZE_CQ_MOD_LIMIT).
+	cqModLimit = 8192
+	// noPeakIters is the iteration count above which BW tests skip the
+	// quadratic peak search.
+	noPeakIters = 20000
+)
+
+// Config holds one run's options: perftest's names and defaults
+// (CONNECT.md §2.2), after perftest's own adjustments.
+type Config struct {
+	Test Test
+	Prog string // the tool name, for messages
+
+	Port     int    // -p: TCP port of the control channel
+	IBDev    string // -d: the goverbs device's name
+	IBPort   int    // -i: must be 1
+	Size     int    // -s: message size
+	All      bool   // -a: sizes 2, 4, ... 2^23
+	Iters    int    // -n
+	Duration int    // -D: seconds; 0 means iteration mode
+	Margin   int    // -f: seconds at each end of a -D run not measured
+	TxDepth  int    // -t
+	RxDepth  int    // -r: receives posted (SEND tests)
+	MTU      int    // -m: path MTU in bytes; 0 means the port's active MTU
+	GIDIdx   int    // -x: local GID index
+	CQMod    int    // -Q: a completion is requested every CQMod sends
+	OutReads int    // -o: READs/atomics in flight (READ and atomic tests)
+	Inline   int    // -I: largest message sent inline
+	Timeout  int    // -u: local ACK timeout exponent
+	SL       int    // -S: service level (not on the RoCE wire)
+	Atomic   AtomicType
+	NoPeak   bool // -N: skip the peak bandwidth search
+	Gbits    bool // --report_gbits
+	CPUFreq  bool // -F: perftest's CPU frequency warning; nothing to warn about here
+
+	// Server is the host to connect to; empty means run as the server.
+	Server string
+	// Addr is the device's RoCE address: an IP with optional :port. Empty
+	// means the local address of the TCP connection, on port 4791.
+	Addr string
+}
+
+// client reports whether this side connects (and drives the BW tests).
+func (c *Config) client() bool { return c.Server != "" }
+
+// ParseArgs parses a perftest command line for the tool prog. As with GNU
+// getopt, options may follow the host. Errors and usage go to stderr.
+func ParseArgs(prog string, args []string, stderr io.Writer) (Config, error) {
+	t, ok := Tests[prog]
+	if !ok {
+		return Config{}, fmt.Errorf("unknown perftest tool %q", prog)
+	}
+	c := Config{Test: t, Prog: prog, Port: 18515, IBPort: 1, Iters: 1000, Timeout: 14, GIDIdx: -1,
+		Margin: -1, Atomic: FetchAndAdd, TxDepth: 128, RxDepth: 1, CQMod: 100, OutReads: -1}
+	switch {
+	case t.Verb == Atomic:
+		c.Size = 8
+	case t.Lat:
+		c.Size = 2
+	default:
+		c.Size = 65536
+	}
+	if prog == "ib_write_bw" {
+		c.Iters = 5000
+	}
+	if t.Lat {
+		c.TxDepth = 1
+	}
+	if t.Verb == Send {
+		c.RxDepth = 512
+	}
+
+	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	connType := "RC"
+	qps := 1
+	opts := []option{
+		{"p", "port", "port", "listen on/connect to TCP port <port> (default 18515)", &c.Port},
+		{"d", "ib-dev", "dev", "name of the goverbs device (default goverbs0)", &c.IBDev},
+		{"i", "ib-port", "port", "port of the device (only 1)", &c.IBPort},
+		{"s", "size", "size", "message size, K or M suffix allowed (default " + strconv.Itoa(c.Size) + ")", sizeValue{&c.Size}},
+		{"a", "all", "", "run sizes from 2 to 2^23", &c.All},
+		{"n", "iters", "iters", "number of exchanges, at least 5 (default " + strconv.Itoa(c.Iters) + ")", &c.Iters},
+		{"D", "duration", "seconds", "run for <seconds> instead of a number of iterations", &c.Duration},
+		{"f", "margin", "seconds", "seconds not measured at each end of a --duration run (default duration/4)", &c.Margin},
+		{"t", "tx-depth", "dep", "size of the send queue (default " + strconv.Itoa(c.TxDepth) + ")", &c.TxDepth},
+		{"r", "rx-depth", "dep", "receives posted (SEND tests; default " + strconv.Itoa(c.RxDepth) + ")", &c.RxDepth},
+		{"m", "mtu", "mtu", "path MTU: 256, 512, 1024, 2048 or 4096 (default the port's active MTU)", &c.MTU},
+		{"x", "gid-index", "index", "local GID index (goverbs devices have one GID, index 0)", &c.GIDIdx},
+		{"Q", "cq-mod", "num", "request a completion every <num> sends (default 100)", &c.CQMod},
+		{"o", "outs", "num", "READs/atomics in flight (READ/atomic tests; default the device maximum)", &c.OutReads},
+		{"I", "inline_size", "size", "send messages up to <size> bytes inline (default 0)", &c.Inline},
+		{"u", "qp-timeout", "timeout", "local ACK timeout exponent (default 14)", &c.Timeout},
+		{"S", "sl", "sl", "service level (default 0)", &c.SL},
+		{"A", "atomic_type", "type", "CMP_AND_SWAP or FETCH_AND_ADD (atomic tests; default FETCH_AND_ADD)", atomicValue{&c.Atomic}},
+		{"N", "noPeak", "", "do not compute the peak bandwidth", &c.NoPeak},
+		{"F", "CPU-freq", "", "accepted for compatibility: goverbs measures time, not CPU cycles", &c.CPUFreq},
+		{"", "report_gbits", "", "report bandwidth in Gb/s instead of MB/s", &c.Gbits},
+		{"c", "connection", "type", "connection type: RC (the only one goverbs runs)", &connType},
+		{"q", "qp", "num", "number of QPs: 1 (the only number goverbs runs)", &qps},
+		{"", "addr", "ip[:port]", "goverbs: RoCE address of this device (default: the TCP connection's local address, port 4791)", &c.Addr},
+	}
+	for _, o := range opts {
+		o.register(fs)
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage:\n  %s            start a server and wait for connection\n  %s <host>     connect to server at <host>\n\nOptions:\n", prog, prog)
+		for _, o := range opts {
+			o.usageLine(stderr)
+		}
+	}
+	var hosts []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return c, err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		hosts = append(hosts, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch len(hosts) {
+	case 0:
+	case 1:
+		c.Server = hosts[0]
+	default:
+		fs.Usage()
+		return c, fmt.Errorf("too many arguments: %q", hosts)
+	}
+	return c, c.check(set, connType, qps)
+}
+
+// check applies perftest's range checks and its adjustments of one option
+// to another (force_dependecies in perftest_parameters.c).
+func (c *Config) check(set map[string]bool, connType string, qps int) error {
+	isSet := func(short, long string) bool { return set[short] || set[long] }
+	t := c.Test
+	switch {
+	case c.Port < 0 || c.Port > 65535:
+		return fmt.Errorf("invalid port %d", c.Port)
+	case c.IBPort != 1:
+		return fmt.Errorf("IB port %d: goverbs devices have one port, 1", c.IBPort)
+	case c.Iters < minIters || c.Iters > maxIters:
+		return fmt.Errorf("Iteration num should be between %d and %d", minIters, maxIters)
+	case c.TxDepth < 1 || c.TxDepth > maxTxDepth:
+		return fmt.Errorf("Tx depth should be between 1 and %d", maxTxDepth)
+	case c.RxDepth < 1 || c.RxDepth > maxRxDepth:
+		return fmt.Errorf("Rx depth should be between 1 and %d", maxRxDepth)
+	case t.Verb != Send && c.RxDepth > 1:
+		return errors.New("On RDMA verbs rx depth can be only 1")
+	case c.CQMod < 1 || c.CQMod > maxCQMod:
+		return fmt.Errorf("CQ moderation should be between 1 and %d", maxCQMod)
+	case c.Inline < 0 || c.Inline > maxInline:
+		return fmt.Errorf("Max inline should be between 0 and %d", maxInline)
+	case c.Inline > 0 && t.Verb.readLike():
+		return errors.New("Inline feature not available on READ/Atomic verbs")
+	case isSet("o", "outs") && !t.Verb.readLike():
+		return errors.New("Setting Outstanding reads only available on READ verb")
+	case isSet("A", "atomic_type") && t.Verb != Atomic:
+		return errors.New("You are not running the atomic_lat/bw test! To change the atomic action type, you must run one of the atomic tests")
+	case c.Duration < 0:
+		return errors.New("Duration period must be positive")
+	case c.GIDIdx < -1 || c.GIDIdx > maxGIDIdx:
+		return fmt.Errorf("Gid index should be between 0 and %d", maxGIDIdx)
+	case c.Timeout < 0 || c.Timeout > 31:
+		return fmt.Errorf("QP Timeout %d: should be between 0 and 31", c.Timeout)
+	case c.SL < 0 || c.SL > 15:
+		return errors.New("Only 15 Service levels")
+	case !strings.EqualFold(connType, "RC"):
+		return fmt.Errorf("connection type %s: goverbs runs the perftest tools over RC only", connType)
+	case qps != 1:
+		return errors.New("goverbs runs the perftest tools with one QP (-q 1)")
+	}
+	if c.MTU != 0 {
+		if _, ok := verbs.MTUFromBytes(c.MTU); !ok {
+			return fmt.Errorf("Invalid MTU - %d: choose from {256,512,1024,2048,4096}", c.MTU)
+		}
+	}
+	if c.Addr != "" {
+		if _, err := verbs.ParseAddr(c.Addr); err != nil {
+			return err
+		}
+	}
+	if t.Verb == Atomic && (c.Size != 8 || c.All) {
+		return errors.New("Message size cannot be changed for Atomic tests")
+	}
+	if c.Duration > 0 {
+		if c.All {
+			return errors.New("Duration mode currently doesn't support running on all sizes.")
+		}
+		if c.Margin < 0 {
+			c.Margin = c.Duration / 4
+		}
+		if c.Duration <= 2*c.Margin {
+			return errors.New("please check that DURATION > 2*MARGIN")
+		}
+		c.NoPeak = true
+	} else {
+		c.TxDepth = min(c.TxDepth, c.Iters)
+		if t.Verb == Send {
+			c.RxDepth = min(c.RxDepth, c.Iters)
+		}
+		if !t.Lat && c.Iters > noPeakIters {
+			c.NoPeak = true
+		}
+	}
+	if c.All {
+		c.Size = maxSize
+	} else if c.Size > cqModLimit && !isSet("Q", "cq-mod") {
+		c.CQMod = 1
+	}
+	c.CQMod = min(c.CQMod, c.TxDepth)
+	if t.Verb == Send && c.RxDepth%2 == 1 && !c.All {
+		c.RxDepth++ // perftest's workaround for odd receive depths
+	}
+	if t.Verb == Send && !t.Lat && !c.client() {
+		c.NoPeak = true // the receiver only knows when its first message came
+	}
+	return nil
+}
+
+// option is one command-line option, registered under its short and its
+// long name (either may be empty) and listed in the usage as perftest
+// lists it.
+type option struct {
+	short, long, arg, usage string
+	p                       any // *int, *bool, *string or flag.Value
+}
+
+func (o option) register(fs *flag.FlagSet) {
+	for _, name := range []string{o.short, o.long} {
+		if name == "" {
+			continue
+		}
+		switch p := o.p.(type) {
+		case *int:
+			fs.IntVar(p, name, *p, o.usage)
+		case *bool:
+			fs.BoolVar(p, name, *p, o.usage)
+		case *string:
+			fs.StringVar(p, name, *p, o.usage)
+		case flag.Value:
+			fs.Var(p, name, o.usage)
+		}
+	}
+}
+
+func (o option) usageLine(w io.Writer) {
+	var names string
+	switch {
+	case o.short == "":
+		names = "      --" + o.long
+	default:
+		names = "  -" + o.short + ", --" + o.long
+	}
+	if o.arg != "" {
+		names += "=<" + o.arg + ">"
+	}
+	fmt.Fprintf(w, "%-32s %s\n", names, o.usage)
+}
+
+// sizeValue parses -s: a number (decimal, 0x hex or 0 octal, as strtol)
+// with an optional K or M suffix.
+type sizeValue struct{ p *int }
+
+func (v sizeValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return strconv.Itoa(*v.p)
+}
+
+func (v sizeValue) Set(s string) error {
+	factor := 1
+	switch {
+	case strings.HasSuffix(s, "K"):
+		s, factor = s[:len(s)-1], 1<<10
+	case strings.HasSuffix(s, "M"):
+		s, factor = s[:len(s)-1], 1<<20
+	}
+	n, err := strconv.ParseInt(s, 0, 64)
+	if err != nil || n < 1 || n*int64(factor) > maxSize {
+		return fmt.Errorf("Message Size should be between 1 and %d", maxSize)
+	}
+	*v.p = int(n) * factor
+	return nil
+}
+
+// atomicValue parses -A.
+type atomicValue struct{ p *AtomicType }
+
+func (v atomicValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return v.p.String()
+}
+
+func (v atomicValue) Set(s string) error {
+	switch s {
+	case "CMP_AND_SWAP":
+		*v.p = CmpAndSwap
+	case "FETCH_AND_ADD":
+		*v.p = FetchAndAdd
+	default:
+		return errors.New("Invalid Atomic type! please choose from {CMP_AND_SWAP,FETCH_AND_ADD}")
+	}
+	return nil
+}

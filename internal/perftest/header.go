@@ -1,0 +1,82 @@
+package perftest
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// printBanner is what a server prints before it waits for the client.
+func printBanner(w io.Writer) {
+	fmt.Fprint(w, "\n************************************\n* Waiting for client to connect... *\n************************************\n")
+}
+
+// printTestInfo prints perftest's block describing the test
+// (ctx_print_test_info), for goverbs' device: RoCE, one port, RC, no
+// SRQ, nor the PCIe and ibv_wr_* properties of a hardware device.
+func printTestInfo(w io.Writer, cfg *Config, s *session) {
+	t := cfg.Test
+	title := t.Verb.String() + " "
+	if t.Verb == Atomic {
+		title += cfg.Atomic.String() + " "
+	}
+	if t.Lat {
+		title += "Latency "
+	} else {
+		title += "BW "
+	}
+	fmt.Fprintln(w, ResultLine)
+	fmt.Fprintf(w, "                    %sTest\n", title)
+	fmt.Fprintf(w, " Dual-port       : OFF\t\tDevice         : %s\n", s.dev.Name())
+	fmt.Fprintf(w, " Number of qps   : 1\t\tTransport type : IB\n")
+	fmt.Fprintf(w, " Connection type : RC\t\tUsing SRQ      : OFF\n")
+	fmt.Fprintf(w, " PCIe relax order: ON\n")
+	fmt.Fprintf(w, " ibv_wr* API     : OFF\n")
+	if cfg.client() {
+		fmt.Fprintf(w, " TX depth        : %d\n", cfg.TxDepth)
+	}
+	if t.Verb == Send && !cfg.client() {
+		fmt.Fprintf(w, " RX depth        : %d\n", cfg.RxDepth)
+	}
+	if !t.Lat {
+		fmt.Fprintf(w, " CQ Moderation   : %d\n", cfg.CQMod)
+	}
+	fmt.Fprintf(w, " Mtu             : %d[B]\n", s.mtu.Bytes())
+	fmt.Fprintf(w, " Link type       : Ethernet\n")
+	fmt.Fprintf(w, " GID index       : %d\n", s.gidIx)
+	if t.Verb.readLike() {
+		fmt.Fprintf(w, " Outstand reads  : %d\n", s.my.OutReads)
+	} else {
+		fmt.Fprintf(w, " Max inline data : %d[B]\n", cfg.Inline)
+	}
+	fmt.Fprintf(w, " rdma_cm QPs\t : OFF\n")
+	fmt.Fprintf(w, " Data ex. method : Ethernet\n")
+	fmt.Fprintln(w, ResultLine)
+}
+
+// printDest prints one side's connection line and its GID line
+// (ctx_print_pingpong_data): READ tests add OUT, READ and WRITE tests the
+// RKey and VAddr; the GID bytes are printed in decimal.
+func printDest(w io.Writer, side string, d *Dest, v Verb) {
+	fmt.Fprintf(w, " %s address: LID %s QPN %s PSN %s", side, altHex(uint64(d.LID), 4), altHex(uint64(d.QPN), 6), altHex(uint64(d.PSN), 6))
+	if v == Read {
+		fmt.Fprintf(w, " OUT %s", altHex(uint64(d.OutReads), 4))
+	}
+	if v.rdma() {
+		fmt.Fprintf(w, " RKey %s VAddr %s", altHex(uint64(d.RKey), 8), altHex(d.VAddr, 16))
+	}
+	gid := make([]string, 16)
+	for i, b := range d.GID {
+		gid[i] = fmt.Sprintf("%02d", b)
+	}
+	fmt.Fprintf(w, "\n GID: %s\n", strings.Join(gid, ":"))
+}
+
+// altHex formats like C's "%#0*x": a 0x prefix (none for zero) and zero
+// padding to width characters including the prefix.
+func altHex(v uint64, width int) string {
+	if v == 0 {
+		return fmt.Sprintf("%0*x", width, v)
+	}
+	return "0x" + fmt.Sprintf("%0*x", width-2, v)
+}

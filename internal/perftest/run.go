@@ -1,0 +1,336 @@
+package perftest
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+
+	"github.com/goverbs/goverbs/verbs"
+)
+
+// Run performs one perftest run: the control-channel sequence of the test
+// (CONNECT.md §2.5), the measurement, and the output of the C tool.
+// Failures are returned; the caller prints them and exits 1.
+func Run(cfg Config, stdout io.Writer) error {
+	c, err := controlConn(&cfg, stdout)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctl := NewConn(c, !cfg.client())
+	mtu := verbs.MTU4096 // the active MTU of goverbs devices (linkMTU)
+	if cfg.MTU != 0 {
+		mtu, _ = verbs.MTUFromBytes(cfg.MTU)
+	}
+	setup, err := ctl.Prefix(int(mtu))
+	if err != nil {
+		return err
+	}
+	s, err := openSession(&cfg, c, setup.CycleBuffer)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	s.mtu = verbs.MTU(setup.MTU)
+	r := &runner{cfg: &cfg, s: s, ctl: ctl, out: stdout}
+	printTestInfo(stdout, &cfg, s)
+	fill(s, cfg.client())
+	var test func() error
+	switch t := cfg.Test; {
+	case t.Verb == Send && !t.Lat:
+		test = r.sendBW
+	case t.Verb == Send:
+		test = r.sendLat
+	case t.Verb == Write && t.Lat:
+		test = r.writeLat
+	case t.Lat:
+		test = r.readLat
+	default:
+		test = r.rdmaBW
+	}
+	if err := test(); err != nil {
+		return err
+	}
+	if inspect != nil {
+		inspect(s)
+	}
+	return nil
+}
+
+// inspect, if set by a test, sees the session after a successful run.
+var inspect func(*session)
+
+// fill writes a pattern, different on each side, into the half a side
+// sends or is read from, so that data that arrives can be told from data
+// that was there. Only what the peer reads is filled in the second half:
+// the WRITE latency test watches its last byte.
+func fill(s *session, client bool) {
+	b := s.buf.Bytes()
+	seed := byte(0x5a)
+	if client {
+		seed = 0xc3
+	}
+	end := s.buff
+	if s.cfg.Test.Verb == Read {
+		end = len(b)
+	}
+	for i := range end {
+		b[i] = byte(i) ^ seed
+	}
+}
+
+// controlConn opens the TCP connection of the control channel: the server
+// accepts one client on every address, the client dials.
+func controlConn(cfg *Config, stdout io.Writer) (net.Conn, error) {
+	port := strconv.Itoa(cfg.Port)
+	if cfg.client() {
+		c, err := net.Dial("tcp", net.JoinHostPort(cfg.Server, port))
+		if err != nil {
+			return nil, fmt.Errorf("Couldn't connect to %s:%d: %w", cfg.Server, cfg.Port, err)
+		}
+		return c, nil
+	}
+	ln, err := net.Listen("tcp", ":"+port)
+	if err != nil {
+		return nil, fmt.Errorf("Couldn't listen to port %d: %w", cfg.Port, err)
+	}
+	defer ln.Close()
+	printBanner(stdout)
+	c, err := ln.Accept()
+	if err != nil {
+		return nil, fmt.Errorf("accept() failed: %w", err)
+	}
+	return c, nil
+}
+
+// runner drives one test's control sequence around its measurement.
+type runner struct {
+	cfg *Config
+	s   *session
+	ctl *Conn
+	out io.Writer
+	// recv is the receive of SEND tests; posted counts those posted for
+	// the current size.
+	recv   verbs.RecvWR
+	posted int
+}
+
+// hs is one key-message exchange; perftest uses them as barriers, and
+// every copy carries the full record, which overwrites the peer's.
+func (r *runner) hs() error {
+	rem, err := r.ctl.Handshake(&r.s.my)
+	if err != nil {
+		return fmt.Errorf("Failed to exchange data between server and clients: %w", err)
+	}
+	r.s.rem = rem
+	return nil
+}
+
+// hsConnect is the common opening: extra handshakes, the key exchange,
+// RTR (and RTS), then the connection lines of both sides, the remote one
+// after another exchange. extra is the number of handshakes before the
+// first, after is the number between the connection and the printing of
+// this side's line.
+func (r *runner) hsConnect(extra int, rts bool, after int) error {
+	for range extra + 1 {
+		if err := r.hs(); err != nil {
+			return err
+		}
+	}
+	if err := r.s.connect(rts); err != nil {
+		return err
+	}
+	for range after {
+		if err := r.hs(); err != nil {
+			return err
+		}
+	}
+	printDest(r.out, "local", &r.s.my, r.cfg.Test.Verb)
+	if err := r.hs(); err != nil {
+		return err
+	}
+	printDest(r.out, "remote", &r.s.rem, r.cfg.Test.Verb)
+	return nil
+}
+
+// close is perftest's ctx_close_connection: a last handshake, then "done"
+// and a NUL, after which each side closes without reading.
+func (r *runner) close() error {
+	if err := r.hs(); err != nil {
+		return fmt.Errorf("Failed to close connection between server and client: %w", err)
+	}
+	if _, err := r.ctl.rw.Write([]byte("done\x00")); err != nil {
+		return fmt.Errorf("Failed to close connection between server and client: %w", err)
+	}
+	return nil
+}
+
+// sizes are the message sizes of the run: 2, 4, ... 2^23 with -a.
+func (r *runner) sizes() []int {
+	if !r.cfg.All {
+		return []int{r.cfg.Size}
+	}
+	var s []int
+	for i := 1; i <= 23; i++ {
+		s = append(s, 1<<i)
+	}
+	return s
+}
+
+// rdmaBW is ib_write_bw, ib_read_bw and ib_atomic_bw: the client measures,
+// the server stays in RTR and prints the client's report.
+func (r *runner) rdmaBW() error {
+	client := r.cfg.client()
+	if err := r.hsConnect(0, client, 0); err != nil {
+		return err
+	}
+	if err := r.hs(); err != nil { // after RTR
+		return err
+	}
+	WriteBWHeader(r.out, r.cfg.Gbits)
+	if !client {
+		if err := r.hs(); err != nil { // waits for the whole test
+			return err
+		}
+		rep, err := r.ctl.ExchangeReport(Report{})
+		if err != nil {
+			return err
+		}
+		WriteBWLine(r.out, rep, r.cfg.Gbits)
+		if err := r.close(); err != nil {
+			return err
+		}
+		fmt.Fprintln(r.out, ResultLine)
+		return nil
+	}
+	var rep Report
+	for _, size := range r.sizes() {
+		var err error
+		if rep, err = r.bwClient(size); err != nil {
+			return err
+		}
+		WriteBWLine(r.out, rep, r.cfg.Gbits)
+	}
+	fmt.Fprintln(r.out, ResultLine)
+	if err := r.hs(); err != nil {
+		return err
+	}
+	if _, err := r.ctl.ExchangeReport(rep); err != nil {
+		return err
+	}
+	return r.close()
+}
+
+// sendBW is ib_send_bw: the client sends, the server (in RTR) receives;
+// each prints its own report.
+func (r *runner) sendBW() error {
+	client := r.cfg.client()
+	if err := r.hsConnect(0, client, 1); err != nil {
+		return err
+	}
+	WriteBWHeader(r.out, r.cfg.Gbits)
+	for _, size := range r.sizes() {
+		if !client {
+			if err := r.postRecvs(size, min(r.cfg.RxDepth, r.cfg.Iters)); err != nil {
+				return err
+			}
+		}
+		if err := r.hs(); err != nil {
+			return err
+		}
+		var rep Report
+		var err error
+		if client {
+			rep, err = r.bwClient(size)
+		} else {
+			rep, err = r.bwServer(size)
+		}
+		if err != nil {
+			return err
+		}
+		WriteBWLine(r.out, rep, r.cfg.Gbits)
+		if r.cfg.All {
+			if err := r.hs(); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Fprintln(r.out, ResultLine)
+	return r.close()
+}
+
+// writeLat is ib_write_lat: both sides measure; there is no closing
+// exchange.
+func (r *runner) writeLat() error {
+	if err := r.hsConnect(1, true, 0); err != nil {
+		return err
+	}
+	if err := r.hs(); err != nil {
+		return err
+	}
+	writeLatHeader(r.out, r.cfg.Duration > 0)
+	for _, size := range r.sizes() {
+		l, err := r.latWrite(size)
+		if err != nil {
+			return err
+		}
+		l.print(r.out, r.cfg)
+	}
+	fmt.Fprintln(r.out, ResultLine)
+	return nil
+}
+
+// readLat is ib_read_lat and ib_atomic_lat: only the client measures; the
+// server waits in the closing exchange.
+func (r *runner) readLat() error {
+	if err := r.hsConnect(1, true, 0); err != nil {
+		return err
+	}
+	if err := r.hs(); err != nil {
+		return err
+	}
+	if !r.cfg.client() {
+		if err := r.close(); err != nil {
+			return err
+		}
+		fmt.Fprintln(r.out, ResultLine)
+		return nil
+	}
+	writeLatHeader(r.out, r.cfg.Duration > 0)
+	for _, size := range r.sizes() {
+		l, err := r.latRead(size)
+		if err != nil {
+			return err
+		}
+		l.print(r.out, r.cfg)
+	}
+	if err := r.close(); err != nil {
+		return err
+	}
+	fmt.Fprintln(r.out, ResultLine)
+	return nil
+}
+
+// sendLat is ib_send_lat: a ping-pong of SENDs, the client first.
+func (r *runner) sendLat() error {
+	if err := r.hsConnect(0, true, 1); err != nil {
+		return err
+	}
+	writeLatHeader(r.out, r.cfg.Duration > 0)
+	for _, size := range r.sizes() {
+		if err := r.postRecvs(size, min(r.cfg.RxDepth, r.cfg.Iters)); err != nil {
+			return err
+		}
+		if err := r.hs(); err != nil {
+			return err
+		}
+		l, err := r.latSend(size)
+		if err != nil {
+			return err
+		}
+		l.print(r.out, r.cfg)
+	}
+	fmt.Fprintln(r.out, ResultLine)
+	return r.close()
+}

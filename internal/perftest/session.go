@@ -1,0 +1,173 @@
+package perftest
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+
+	"github.com/goverbs/goverbs/verbs"
+)
+
+// session is one run's RDMA resources: a device, one RC QP with one CQ,
+// and a buffer whose first half is the local side of every operation and
+// whose second half is what the peer targets (CONNECT.md §2.7).
+type session struct {
+	cfg   *Config
+	dev   *verbs.Device
+	pd    *verbs.PD
+	scq   *verbs.CQ // send completions
+	rcq   *verbs.CQ // receive completions
+	qp    *verbs.QP
+	buf   *verbs.Buffer
+	mr    *verbs.MR
+	mtu   verbs.MTU // negotiated path MTU
+	buff  int       // BUFF: the size of each half
+	gidIx int
+	my    Dest
+	rem   Dest
+}
+
+// linkMTU gives goverbs devices an active MTU of 4096, the most RoCE
+// allows; perftest then uses the smaller of both sides' MTUs.
+const linkMTU = 4096 + 80
+
+// openSession creates the device on the RoCE address — by default the IP
+// this end of the control connection uses — and the QP, CQ and buffer.
+func openSession(cfg *Config, c net.Conn, cycleBuffer int) (*session, error) {
+	addr := netip.AddrPortFrom(c.LocalAddr().(*net.TCPAddr).AddrPort().Addr().Unmap(), 4791)
+	if cfg.Addr != "" {
+		addr, _ = verbs.ParseAddr(cfg.Addr)
+	}
+	dev, err := verbs.OpenDevice(verbs.DeviceConfig{Name: cfg.IBDev, Addr: addr, LinkMTU: linkMTU})
+	if err != nil {
+		return nil, fmt.Errorf("Couldn't get context for the device: %w", err)
+	}
+	s := &session{cfg: cfg, dev: dev, gidIx: max(cfg.GIDIdx, 0)}
+	gid, err := dev.QueryGID(1, s.gidIx)
+	if err != nil {
+		s.close()
+		return nil, fmt.Errorf("GID index %d: %s has one GID, index 0 (%v)", s.gidIx, dev.Name(), dev.Addr().Addr())
+	}
+	if err := s.alloc(cycleBuffer); err != nil {
+		s.close()
+		return nil, err
+	}
+	s.my = Dest{QPN: uint32(s.qp.QPN()), PSN: rand.Uint32() & 0xffffff, RKey: uint32(s.mr.RKey()),
+		VAddr: s.mr.Addr() + uint64(s.buff), GID: gid, OutReads: uint16(s.outReads())}
+	return s, nil
+}
+
+// outReads is what this side's responder accepts at once: READ and atomic
+// tests offer -o or the device maximum, the others 1 (CONNECT.md §2.4).
+func (s *session) outReads() int {
+	if !s.cfg.Test.Verb.readLike() {
+		return 1
+	}
+	if s.cfg.OutReads > 0 {
+		return min(s.cfg.OutReads, s.dev.Query().MaxQPRdAtom)
+	}
+	return s.dev.Query().MaxQPRdAtom
+}
+
+func (s *session) alloc(cycleBuffer int) error {
+	cfg := s.cfg
+	var err error
+	if s.pd, err = s.dev.AllocPD(); err != nil {
+		return fmt.Errorf("Couldn't allocate PD: %w", err)
+	}
+	s.buff = max(cfg.Size, cycleBuffer)
+	if s.buf, err = verbs.AllocBuffer(2 * s.buff); err != nil {
+		return fmt.Errorf("Couldn't allocate work buf: %w", err)
+	}
+	access := verbs.AccessLocalWrite
+	switch cfg.Test.Verb {
+	case Write, Send:
+		access |= verbs.AccessRemoteWrite
+	case Read:
+		access |= verbs.AccessRemoteRead
+	case Atomic:
+		access |= verbs.AccessRemoteAtomic
+	}
+	if s.mr, err = s.pd.RegMR(s.buf.Bytes(), access); err != nil {
+		return fmt.Errorf("Couldn't allocate MR: %w", err)
+	}
+	if s.scq, err = s.dev.CreateCQ(cfg.TxDepth); err != nil {
+		return fmt.Errorf("Couldn't create CQ: %w", err)
+	}
+	if s.rcq, err = s.dev.CreateCQ(cfg.RxDepth); err != nil {
+		return fmt.Errorf("Couldn't create CQ: %w", err)
+	}
+	s.qp, err = s.pd.CreateQP(&verbs.QPInitAttr{Type: verbs.QPTypeRC, SendCQ: s.scq, RecvCQ: s.rcq,
+		Cap: verbs.QPCap{MaxSendWR: uint32(cfg.TxDepth), MaxRecvWR: uint32(cfg.RxDepth), MaxSendSGE: 1, MaxRecvSGE: 1,
+			MaxInlineData: uint32(cfg.Inline)}})
+	if err != nil {
+		return fmt.Errorf("Couldn't create QP: %w", err)
+	}
+	init := verbs.QPAttr{State: verbs.QPStateInit, PortNum: 1, AccessFlags: qpAccess(cfg.Test.Verb)}
+	if err := s.qp.Modify(&init, verbs.QPAttrState|verbs.QPAttrPKeyIndex|verbs.QPAttrPort|verbs.QPAttrAccessFlags); err != nil {
+		return fmt.Errorf("Failed to modify QP to INIT: %w", err)
+	}
+	return nil
+}
+
+// qpAccess is what the peer may do through the QP (CONNECT.md §2.6).
+func qpAccess(v Verb) verbs.AccessFlags {
+	switch v {
+	case Read:
+		return verbs.AccessRemoteRead
+	case Atomic:
+		return verbs.AccessRemoteAtomic
+	case Send:
+		return verbs.AccessRemoteWrite | verbs.AccessLocalWrite
+	}
+	return verbs.AccessRemoteWrite
+}
+
+// connect moves the QP to RTR towards the peer and, when rts is set, on to
+// RTS, with perftest's attributes (CONNECT.md §2.6).
+func (s *session) connect(rts bool) error {
+	rem := &s.rem
+	if isMapped(rem.GID) != isMapped(s.my.GID) {
+		return errors.New("Found Incompatibility issue with GID types. Please Try to use a different IP version.")
+	}
+	rtr := verbs.QPAttr{State: verbs.QPStateRTR, PathMTU: s.mtu, DestQPN: verbs.QPN(rem.QPN), RQPSN: rem.PSN,
+		MaxDestRdAtomic: uint8(s.my.OutReads), MinRNRTimer: 12,
+		AH: verbs.AHAttr{IsGlobal: true, DGID: verbs.GID(rem.GID), HopLimit: 255, SL: uint8(s.cfg.SL),
+			SGIDIndex: uint8(s.gidIx), PortNum: 1}}
+	if err := s.qp.Modify(&rtr, verbs.QPAttrState|verbs.QPAttrAV|verbs.QPAttrPathMTU|verbs.QPAttrDestQPN|
+		verbs.QPAttrRQPSN|verbs.QPAttrMaxDestRdAtomic|verbs.QPAttrMinRNRTimer); err != nil {
+		return fmt.Errorf("Failed to modify QP %d to RTR: %w", s.my.QPN, err)
+	}
+	if !rts {
+		return nil
+	}
+	// max_rd_atomic is what the peer's responder accepts; rxe offers 128.
+	rd := min(int(rem.OutReads), s.dev.Query().MaxQPRdAtom)
+	a := verbs.QPAttr{State: verbs.QPStateRTS, Timeout: uint8(s.cfg.Timeout), RetryCnt: 7, RNRRetry: 7,
+		SQPSN: s.my.PSN, MaxRdAtomic: uint8(max(rd, 1))}
+	if err := s.qp.Modify(&a, verbs.QPAttrState|verbs.QPAttrTimeout|verbs.QPAttrRetryCnt|verbs.QPAttrRNRRetry|
+		verbs.QPAttrSQPSN|verbs.QPAttrMaxQPRdAtomic); err != nil {
+		return fmt.Errorf("Failed to modify QP to RTS: %w", err)
+	}
+	return nil
+}
+
+// isMapped reports whether a GID is an IPv4-mapped address.
+func isMapped(g [16]byte) bool {
+	return netip.AddrFrom16(g).Is4In6()
+}
+
+func (s *session) close() {
+	if s.qp != nil {
+		s.qp.Destroy()
+	}
+	if s.mr != nil {
+		s.mr.Dereg()
+	}
+	s.dev.Close()
+	if s.buf != nil {
+		s.buf.Free()
+	}
+}

@@ -1,0 +1,320 @@
+package perftest
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/goverbs/goverbs/internal/leakcheck"
+)
+
+// side is what one side of a run printed and held at its end.
+type side struct {
+	out  string
+	buf  []byte // the whole buffer after the run
+	buff int    // the size of each half
+}
+
+func (s *side) local() []byte  { return s.buf[:s.buff] }
+func (s *side) remote() []byte { return s.buf[s.buff:] }
+
+// pattern is what fill wrote into a side's first n bytes.
+func pattern(client bool, n int) []byte {
+	seed := byte(0x5a)
+	if client {
+		seed = 0xc3
+	}
+	p := make([]byte, n)
+	for i := range p {
+		p[i] = byte(i) ^ seed
+	}
+	return p
+}
+
+// runPair runs a tool's server and client in this process over loopback:
+// the server's device on 127.0.1.2, the client's on 127.0.1.1, both on
+// UDP 4791 (addresses of their own, so that other packages' tests running
+// at the same time do not collide), the control channel on a free TCP
+// port.
+func runPair(t *testing.T, tool string, args ...string) (srv, cli side) {
+	t.Helper()
+	defer leakcheck.Check(t)
+	port := freePort(t)
+	var mu sync.Mutex
+	inspect = func(s *session) {
+		mu.Lock()
+		defer mu.Unlock()
+		got := side{buf: bytes.Clone(s.buf.Bytes()), buff: s.buff}
+		if s.cfg.client() {
+			cli.buf, cli.buff = got.buf, got.buff
+		} else {
+			srv.buf, srv.buff = got.buf, got.buff
+		}
+	}
+	defer func() { inspect = nil }()
+	parse := func(extra ...string) Config {
+		cfg, err := ParseArgs(tool, append(append([]string{"-p", strconv.Itoa(port)}, args...), extra...), new(bytes.Buffer))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	srvCfg, cliCfg := parse(), parse("--addr", "127.0.1.1", "127.0.1.2")
+	var srvOut, cliOut bytes.Buffer
+	var srvErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		srvErr = Run(srvCfg, &srvOut)
+	}()
+	var err error
+	for range 200 { // the server may not listen yet
+		if err = Run(cliCfg, &cliOut); err == nil || !strings.Contains(err.Error(), "connect") {
+			break
+		}
+		cliOut.Reset()
+	}
+	wg.Wait()
+	if err != nil || srvErr != nil {
+		t.Fatalf("%s %q\nclient: %v\n%s\nserver: %v\n%s", tool, args, err, cliOut.String(), srvErr, srvOut.String())
+	}
+	srv.out, cli.out = srvOut.String(), cliOut.String()
+	return srv, cli
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+var (
+	bwLine  = regexp.MustCompile(`(?m)^ (\d+) +(\d+) +(\d+\.\d\d) +(\d+\.\d\d) *\t\t   (\d+\.\d{6}) *$`)
+	latLine = regexp.MustCompile(`(?m)^ (\d+) +(\d+) +(\d+\.\d\d) +(\d+\.\d\d) +(\d+\.\d\d) +\t +(\d+\.\d\d) +\t(\d+\.\d\d) *\t\t(\d+\.\d\d) +\t\t(\d+\.\d\d) *$`)
+)
+
+// TestWriteBW: the client writes, the server prints the client's report,
+// and the server's second half holds what the client's first half held.
+func TestWriteBW(t *testing.T) {
+	srv, cli := runPair(t, "ib_write_bw", "-s", "5000", "-n", "300")
+	c, s := bwLine.FindAllStringSubmatch(cli.out, -1), bwLine.FindAllStringSubmatch(srv.out, -1)
+	if len(c) != 1 || len(s) != 1 {
+		t.Fatalf("BW lines: client %q server %q\n%s\n%s", c, s, cli.out, srv.out)
+	}
+	if c[0][0] != s[0][0] || c[0][1] != "5000" || c[0][2] != "300" {
+		t.Errorf("client line %q, server line %q", c[0][0], s[0][0])
+	}
+	if !bytes.Equal(srv.remote()[:5000], pattern(true, 5000)) {
+		t.Error("the server's buffer does not hold the client's data")
+	}
+}
+
+// bwLines returns the BW data lines of an output.
+func bwLines(out string) [][]string { return bwLine.FindAllStringSubmatch(out, -1) }
+
+// TestReadBW: the client reads the server's second half into its first.
+func TestReadBW(t *testing.T) {
+	srv, cli := runPair(t, "ib_read_bw", "-s", "9000", "-n", "100")
+	c, s := bwLines(cli.out), bwLines(srv.out)
+	if len(c) != 1 || len(s) != 1 || c[0][0] != s[0][0] || c[0][1] != "9000" || c[0][2] != "100" {
+		t.Fatalf("BW lines: client %q server %q", c, s)
+	}
+	if !bytes.Equal(cli.local()[:9000], pattern(false, 2*srv.buff)[srv.buff:srv.buff+9000]) {
+		t.Error("the client's buffer does not hold the server's data")
+	}
+	for _, out := range []string{cli.out, srv.out} {
+		if !regexp.MustCompile(`(?m)^ local address: LID 0000 QPN 0x[0-9a-f]{4,6} PSN 0x[0-9a-f]{6} OUT 0x80 RKey 0x[0-9a-f]{6,8} VAddr 0x[0-9a-f]{14}$`).MatchString(out) ||
+			!strings.Contains(out, " Outstand reads  : 128\n") {
+			t.Errorf("READ connection lines:\n%s", out)
+		}
+	}
+}
+
+// TestAtomicBW: every FETCH_AND_ADD of 1 lands exactly once on the
+// server's counter; CMP_AND_SWAP of 0 with 0 leaves it 0.
+func TestAtomicBW(t *testing.T) {
+	srv, cli := runPair(t, "ib_atomic_bw", "-n", "250")
+	if got := binary.LittleEndian.Uint64(srv.remote()); got != 250 {
+		t.Errorf("counter after 250 FETCH_AND_ADDs: %d", got)
+	}
+	if c := bwLines(cli.out); len(c) != 1 || c[0][1] != "8" || c[0][2] != "250" {
+		t.Errorf("BW line %q", c)
+	}
+	if !strings.Contains(cli.out, "                    Atomic FETCH_AND_ADD BW Test\n") {
+		t.Errorf("title:\n%s", cli.out)
+	}
+	srv, cli = runPair(t, "ib_atomic_bw", "-n", "20", "-A", "CMP_AND_SWAP")
+	if got := binary.LittleEndian.Uint64(srv.remote()); got != 0 || !strings.Contains(cli.out, "Atomic CMP_AND_SWAP BW Test") {
+		t.Errorf("counter after CMP_AND_SWAPs: %d\n%s", got, cli.out)
+	}
+}
+
+// TestSendBW: each side prints its own line; the server received the
+// client's data into its second half.
+func TestSendBW(t *testing.T) {
+	srv, cli := runPair(t, "ib_send_bw", "-s", "5000", "-n", "300")
+	c, s := bwLines(cli.out), bwLines(srv.out)
+	if len(c) != 1 || len(s) != 1 || c[0][2] != "300" || s[0][2] != "300" || s[0][3] != "0.00" {
+		t.Fatalf("BW lines: client %q server %q (the receiver has no peak)", c, s)
+	}
+	if !bytes.Equal(srv.remote()[:5000], pattern(true, 5000)) {
+		t.Error("the server's buffer does not hold the client's data")
+	}
+	if !strings.Contains(srv.out, " RX depth        : 300\n") || !strings.Contains(cli.out, " TX depth        : 128\n") {
+		t.Errorf("depths:\n%s\n%s", srv.out, cli.out)
+	}
+}
+
+// checkLat checks that out holds n latency lines of the given size and
+// iterations, with ordered statistics.
+func checkLat(t *testing.T, name, out string, sizes []int, iters int) {
+	t.Helper()
+	m := latLine.FindAllStringSubmatch(out, -1)
+	if len(m) != len(sizes) {
+		t.Fatalf("%s: %d latency lines, want %d:\n%s", name, len(m), len(sizes), out)
+	}
+	for i, l := range m {
+		f := make([]float64, 7)
+		for j := range f {
+			f[j], _ = strconv.ParseFloat(l[3+j], 64)
+		}
+		min, max, typ, avg, p99, p999 := f[0], f[1], f[2], f[3], f[5], f[6]
+		if l[1] != strconv.Itoa(sizes[i]) || l[2] != strconv.Itoa(iters) || min > typ || typ > max || avg < min || avg > max || p99 > p999 || p999 > max || min <= 0 {
+			t.Errorf("%s: line %q", name, l[0])
+		}
+	}
+}
+
+func TestWriteLat(t *testing.T) {
+	srv, cli := runPair(t, "ib_write_lat", "-s", "3000", "-n", "300")
+	checkLat(t, "client", cli.out, []int{3000}, 300)
+	checkLat(t, "server", srv.out, []int{3000}, 300)
+	// Each side's receive half holds the peer's last message: its data
+	// and the iteration number 300 mod 256 in the last byte.
+	for _, x := range []struct {
+		name       string
+		got        []byte
+		fromClient bool
+	}{{"server", srv.remote()[:3000], true}, {"client", cli.remote()[:3000], false}} {
+		want := pattern(x.fromClient, 3000)
+		want[2999] = 300 % 256
+		if !bytes.Equal(x.got, want) {
+			t.Errorf("%s's receive half does not hold the peer's last write", x.name)
+		}
+	}
+}
+
+func TestReadLat(t *testing.T) {
+	srv, cli := runPair(t, "ib_read_lat", "-n", "100")
+	checkLat(t, "client", cli.out, []int{2}, 100)
+	if latLine.MatchString(srv.out) || !strings.HasSuffix(srv.out, ResultLine+"\n") {
+		t.Errorf("the server measures nothing:\n%s", srv.out)
+	}
+	if !bytes.Equal(cli.local()[:2], pattern(false, srv.buff+2)[srv.buff:]) {
+		t.Error("the client did not read the server's data")
+	}
+}
+
+func TestAtomicLat(t *testing.T) {
+	srv, cli := runPair(t, "ib_atomic_lat", "-n", "50")
+	checkLat(t, "client", cli.out, []int{8}, 50)
+	if got := binary.LittleEndian.Uint64(srv.remote()); got != 50 {
+		t.Errorf("counter after 50 FETCH_AND_ADDs: %d", got)
+	}
+	// The last FETCH_AND_ADD returned the counter before it: 49.
+	if got := binary.LittleEndian.Uint64(cli.local()); got != 49 {
+		t.Errorf("last fetched value %d, want 49", got)
+	}
+}
+
+func TestSendLat(t *testing.T) {
+	srv, cli := runPair(t, "ib_send_lat", "-s", "5000", "-n", "200")
+	checkLat(t, "client", cli.out, []int{5000}, 200)
+	checkLat(t, "server", srv.out, []int{5000}, 200)
+	if !bytes.Equal(srv.remote()[:5000], pattern(true, 5000)) || !bytes.Equal(cli.remote()[:5000], pattern(false, 5000)) {
+		t.Error("a receive half does not hold the peer's data")
+	}
+}
+
+// TestAllSizes runs -a: one line per size from 2 to 2^23.
+func TestAllSizes(t *testing.T) {
+	var sizes []int
+	for i := 1; i <= 23; i++ {
+		sizes = append(sizes, 1<<i)
+	}
+	_, cli := runPair(t, "ib_read_lat", "-a", "-n", "5")
+	checkLat(t, "client", cli.out, sizes, 5)
+	srv, cli := runPair(t, "ib_send_bw", "-a", "-n", "5")
+	for _, x := range []side{srv, cli} {
+		m := bwLines(x.out)
+		if len(m) != len(sizes) {
+			t.Fatalf("%d BW lines, want %d:\n%s", len(m), len(sizes), x.out)
+		}
+		for i, l := range m {
+			if l[1] != strconv.Itoa(sizes[i]) || l[2] != "5" {
+				t.Errorf("line %q", l[0])
+			}
+		}
+	}
+	// The last size, 8 MiB, arrived whole.
+	if !bytes.Equal(srv.remote()[:1<<23], pattern(true, 1<<23)) {
+		t.Error("the 8 MiB message did not arrive intact")
+	}
+}
+
+// TestDuration runs -D 1 (no margin: one second measured) for a BW and a
+// latency test: the client reports what completed in the window.
+func TestDuration(t *testing.T) {
+	srv, cli := runPair(t, "ib_write_bw", "-D", "1", "-s", "4096")
+	c, s := bwLines(cli.out), bwLines(srv.out)
+	if len(c) != 1 || len(s) != 1 || c[0][0] != s[0][0] || c[0][3] != "0.00" {
+		t.Fatalf("BW lines: client %q server %q (no peak in -D runs)", c, s)
+	}
+	if n, _ := strconv.Atoi(c[0][2]); n < 100 {
+		t.Errorf("%d WRITEs of 4 KiB in a second", n)
+	}
+	srv, cli = runPair(t, "ib_write_lat", "-D", "1")
+	durLine := regexp.MustCompile(`(?m)^ 2       +(\d+) +(\d+\.\d\d) +(\d+\.\d\d) *$`)
+	for _, out := range []string{srv.out, cli.out} {
+		m := durLine.FindStringSubmatch(out)
+		if m == nil || !strings.Contains(out, " #bytes        #iterations       t_avg[usec]    tps average\n") {
+			t.Fatalf("duration latency output:\n%s", out)
+		}
+		iters, _ := strconv.Atoi(m[1])
+		lat, _ := strconv.ParseFloat(m[2], 64)
+		tps, _ := strconv.ParseFloat(m[3], 64)
+		// One round trip is two one-way latencies.
+		if iters < 100 || lat <= 0 || math.Abs(tps*2*lat/1e6-1) > 0.1 {
+			t.Errorf("%d iterations, %.2f µs, %.2f per second", iters, lat, tps)
+		}
+	}
+}
+
+// TestReportGbits: the server prints the client's numbers in Gb/s.
+func TestReportGbits(t *testing.T) {
+	srv, cli := runPair(t, "ib_write_bw", "-n", "100", "--report_gbits")
+	for _, out := range []string{srv.out, cli.out} {
+		if !strings.Contains(out, " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n") {
+			t.Errorf("header:\n%s", out)
+		}
+	}
+	c := bwLines(cli.out)
+	if len(c) != 1 || c[0][0] != bwLines(srv.out)[0][0] {
+		t.Fatalf("lines %q", c)
+	}
+	gbits, _ := strconv.ParseFloat(c[0][4], 64)
+	rate, _ := strconv.ParseFloat(c[0][5], 64)
+	if want := rate * 1e6 * 65536 * 8 / 1e9; math.Abs(gbits/want-1) > 0.01 {
+		t.Errorf("%.2f Gb/s at %.6f Mpps of 64 KiB, want %.2f", gbits, rate, want)
+	}
+}
