@@ -63,13 +63,10 @@ func ibvDevinfo(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(port, "ib-port", 0, "use `port` of the device (default all ports)")
 	list := fs.Bool("l", false, "print only the device names")
 	fs.BoolVar(list, "list", false, "print only the device names")
-	verbose := fs.Bool("v", false, "print all the attributes of the device (not implemented)")
-	fs.BoolVar(verbose, "verbose", false, "print all the attributes of the device (not implemented)")
+	verbose := fs.Bool("v", false, "print all the attributes of the device")
+	fs.BoolVar(verbose, "verbose", false, "print all the attributes of the device")
 	if err := parse(fs, args); err != nil {
 		return ignoreHelp(err)
-	}
-	if *verbose {
-		return fmt.Errorf("%w: -v is not implemented yet", errUsage)
 	}
 	if *port < 0 {
 		return fmt.Errorf("%w: invalid port %d", errUsage, *port)
@@ -83,7 +80,7 @@ func ibvDevinfo(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "1 HCA found:\n\t%s\n\n", d.Name())
 		return nil
 	}
-	return devinfo.DevInfo(stdout, d, *port)
+	return devinfo.DevInfo(stdout, d, *port, *verbose)
 }
 
 func ibvDevices(args []string, stdout, stderr io.Writer) error {

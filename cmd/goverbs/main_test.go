@@ -129,7 +129,13 @@ func TestDeviceTools(t *testing.T) {
 	if err := run([]string{"ibv_devices"}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "    goverbs0        \t") {
 		t.Errorf("ibv_devices: %q, %v", out.String(), err)
 	}
-	for _, bad := range [][]string{{"ibv_devinfo", "-v"}, {"ibv_devinfo", "--addr", "x"}, {"ibv_devices", "extra"}} {
+	out.Reset()
+	if err := run([]string{"ibv_devinfo", "-v"}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "\tmax_qp_rd_atom:\t\t\t128\n") ||
+		!strings.Contains(out.String(), "\t\t\tGID[  0]:\t\t::ffff:127.0.0.1, RoCE v2\n") {
+		t.Errorf("ibv_devinfo -v: %q, %v", out.String(), err)
+	}
+	for _, bad := range [][]string{{"ibv_devinfo", "-i", "-1"}, {"ibv_devinfo", "--addr", "x"}, {"ibv_devices", "extra"},
+		{"ib_write_bw", "-n", "4"}, {"ib_read_lat", "--nonsense"}} {
 		if err := run(bad, io.Discard, io.Discard); !errors.Is(err, errUsage) {
 			t.Errorf("%q: %v, want a usage error", bad, err)
 		}
