@@ -11,10 +11,19 @@ func printBanner(w io.Writer) {
 	fmt.Fprint(w, "\n************************************\n* Waiting for client to connect... *\n************************************\n")
 }
 
+// testInfo is what the block describing the test shows of the device and
+// the connection.
+type testInfo struct {
+	dev      string
+	mtu      int // bytes
+	gidIx    int
+	outReads int
+}
+
 // printTestInfo prints perftest's block describing the test
-// (ctx_print_test_info), for goverbs' device: RoCE, one port, RC, no
-// SRQ, nor the PCIe and ibv_wr_* properties of a hardware device.
-func printTestInfo(w io.Writer, cfg *Config, s *session) {
+// (ctx_print_test_info) as perftest 4.5 prints it for rxe: RoCE, one
+// port, RC, no SRQ, relaxed ordering on, the legacy post-send API.
+func printTestInfo(w io.Writer, cfg *Config, s testInfo) {
 	t := cfg.Test
 	title := t.Verb.String() + " "
 	if t.Verb == Atomic {
@@ -27,7 +36,7 @@ func printTestInfo(w io.Writer, cfg *Config, s *session) {
 	}
 	fmt.Fprintln(w, ResultLine)
 	fmt.Fprintf(w, "                    %sTest\n", title)
-	fmt.Fprintf(w, " Dual-port       : OFF\t\tDevice         : %s\n", s.dev.Name())
+	fmt.Fprintf(w, " Dual-port       : OFF\t\tDevice         : %s\n", s.dev)
 	fmt.Fprintf(w, " Number of qps   : 1\t\tTransport type : IB\n")
 	fmt.Fprintf(w, " Connection type : RC\t\tUsing SRQ      : OFF\n")
 	fmt.Fprintf(w, " PCIe relax order: ON\n")
@@ -41,11 +50,11 @@ func printTestInfo(w io.Writer, cfg *Config, s *session) {
 	if !t.Lat {
 		fmt.Fprintf(w, " CQ Moderation   : %d\n", cfg.CQMod)
 	}
-	fmt.Fprintf(w, " Mtu             : %d[B]\n", s.mtu.Bytes())
+	fmt.Fprintf(w, " Mtu             : %d[B]\n", s.mtu)
 	fmt.Fprintf(w, " Link type       : Ethernet\n")
 	fmt.Fprintf(w, " GID index       : %d\n", s.gidIx)
 	if t.Verb.readLike() {
-		fmt.Fprintf(w, " Outstand reads  : %d\n", s.my.OutReads)
+		fmt.Fprintf(w, " Outstand reads  : %d\n", s.outReads)
 	} else {
 		fmt.Fprintf(w, " Max inline data : %d[B]\n", cfg.Inline)
 	}

@@ -34,7 +34,7 @@ func Run(cfg Config, stdout io.Writer) error {
 	defer s.close()
 	s.mtu = verbs.MTU(setup.MTU)
 	r := &runner{cfg: &cfg, s: s, ctl: ctl, out: stdout}
-	printTestInfo(stdout, &cfg, s)
+	printTestInfo(stdout, &cfg, testInfo{dev: s.dev.Name(), mtu: s.mtu.Bytes(), gidIx: s.gidIx, outReads: int(s.my.OutReads)})
 	fill(s, cfg.client())
 	var test func() error
 	switch t := cfg.Test; {
