@@ -39,7 +39,13 @@ func printTestInfo(w io.Writer, cfg *Config, s testInfo) {
 	fmt.Fprintf(w, " Dual-port       : OFF\t\tDevice         : %s\n", s.dev)
 	fmt.Fprintf(w, " Number of qps   : 1\t\tTransport type : IB\n")
 	fmt.Fprintf(w, " Connection type : RC\t\tUsing SRQ      : OFF\n")
-	fmt.Fprintf(w, " PCIe relax order: ON\n")
+	// ib_write_lat turns relaxed ordering off: it polls the last byte of
+	// each message, which must not land before the rest.
+	relaxed := "ON"
+	if t.Verb == Write && t.Lat {
+		relaxed = "OFF"
+	}
+	fmt.Fprintf(w, " PCIe relax order: %s\n", relaxed)
 	fmt.Fprintf(w, " ibv_wr* API     : OFF\n")
 	if cfg.client() {
 		fmt.Fprintf(w, " TX depth        : %d\n", cfg.TxDepth)
