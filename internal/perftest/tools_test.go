@@ -3,6 +3,7 @@ package perftest
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
 	"math"
 	"net"
 	"regexp"
@@ -316,5 +317,36 @@ func TestReportGbits(t *testing.T) {
 	rate, _ := strconv.ParseFloat(c[0][5], 64)
 	if want := rate * 1e6 * 65536 * 8 / 1e9; math.Abs(gbits/want-1) > 0.01 {
 		t.Errorf("%.2f Gb/s at %.6f Mpps of 64 KiB, want %.2f", gbits, rate, want)
+	}
+}
+
+// TestErrors: a GID index the device lacks and a vanished server give
+// clear errors on both sides, and nothing is left running.
+func TestErrors(t *testing.T) {
+	defer leakcheck.Check(t)
+	port := freePort(t)
+	parse := func(args ...string) Config {
+		cfg, err := ParseArgs("ib_write_bw", append([]string{"-p", strconv.Itoa(port), "-n", "5"}, args...), new(bytes.Buffer))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	if err := Run(parse("127.0.1.2"), io.Discard); err == nil || !strings.Contains(err.Error(), "Couldn't connect to 127.0.1.2:") {
+		t.Errorf("no server: %v", err)
+	}
+	srvErr := make(chan error)
+	go func() { srvErr <- Run(parse("-x", "1"), io.Discard) }()
+	var err error
+	for range 200 {
+		if err = Run(parse("--addr", "127.0.1.1", "127.0.1.2"), io.Discard); err == nil || !strings.Contains(err.Error(), "connect to") {
+			break
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), "exchanging key messages") {
+		t.Errorf("client of a failed server: %v", err)
+	}
+	if err := <-srvErr; err == nil || !strings.Contains(err.Error(), "GID index 1: goverbs0 has one GID, index 0") {
+		t.Errorf("server with -x 1: %v", err)
 	}
 }

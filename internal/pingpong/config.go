@@ -20,7 +20,7 @@ type Config struct {
 	Iters   int    // -n: exchanges
 	SL      int    // -l: service level (not on the RoCE wire)
 	Events  bool   // -e: sleep on CQ events instead of polling
-	GIDIdx  int    // -g: local GID index; goverbs devices have one GID, index 0
+	GIDIdx  int    // -g: local GID index; goverbs devices have one GID, index 0 (-1: that one)
 	Check   bool   // -c: validate the buffer at the end
 	// Server is the host to connect to; empty means run as the server.
 	Server string

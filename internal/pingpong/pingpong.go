@@ -50,7 +50,9 @@ func Run(cfg Config, stdout io.Writer) error {
 	defer s.close()
 
 	my := dest{qpn: uint32(s.qp.QPN()), psn: rand.Uint32() & 0xffffff}
-	my.gid, _ = s.dev.QueryGID(1, 0)
+	if my.gid, err = s.dev.QueryGID(1, max(cfg.GIDIdx, 0)); err != nil {
+		return fmt.Errorf("can't read sgid of index %d: %s has one GID, index 0 (%v)", cfg.GIDIdx, s.dev.Name(), s.dev.Addr().Addr())
+	}
 	printDest(stdout, "  local address: ", &my)
 	rem, err := s.exchange(c, &my)
 	if err != nil {

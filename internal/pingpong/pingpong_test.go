@@ -79,12 +79,12 @@ func TestServerClient(t *testing.T) {
 	ready := make(chan struct{})
 	go func() {
 		defer wg.Done()
-		cfg := Config{Port: port, IBPort: 1, Size: 5000, MTU: 1024, RxDepth: 16, Iters: 200, GIDIdx: 1, Check: true}
+		cfg := Config{Port: port, IBPort: 1, Size: 5000, MTU: 1024, RxDepth: 16, Iters: 200, GIDIdx: 0, Check: true}
 		close(ready)
 		srvErr = Run(cfg, &srv)
 	}()
 	<-ready
-	cfg := Config{Port: port, IBPort: 1, Size: 5000, MTU: 1024, RxDepth: 16, Iters: 200, GIDIdx: 1, Check: true, Server: "127.0.0.2"}
+	cfg := Config{Port: port, IBPort: 1, Size: 5000, MTU: 1024, RxDepth: 16, Iters: 200, GIDIdx: 0, Check: true, Server: "127.0.0.2"}
 	var err error
 	for range 100 { // the server may not listen yet
 		if err = Run(cfg, &cli); err == nil || !strings.Contains(err.Error(), "connect") {
