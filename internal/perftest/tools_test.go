@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/goverbs/goverbs/internal/leakcheck"
 )
@@ -76,11 +77,15 @@ func runPair(t *testing.T, tool string, args ...string) (srv, cli side) {
 		srvErr = Run(srvCfg, &srvOut)
 	}()
 	var err error
-	for range 200 { // the server may not listen yet
+	for range 500 { // the server may not listen yet: try for up to 5 s
 		if err = Run(cliCfg, &cliOut); err == nil || !strings.Contains(err.Error(), "connect") {
 			break
 		}
 		cliOut.Reset()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
+		unblock(port) // a server still waiting for its client fails instead
 	}
 	wg.Wait()
 	if err != nil || srvErr != nil {
@@ -88,6 +93,14 @@ func runPair(t *testing.T, tool string, args ...string) (srv, cli side) {
 	}
 	srv.out, cli.out = srvOut.String(), cliOut.String()
 	return srv, cli
+}
+
+// unblock connects to a server waiting on port and hangs up, so that it
+// fails instead of waiting for a client that gave up.
+func unblock(port int) {
+	if c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
+		c.Close()
+	}
 }
 
 func freePort(t *testing.T) int {
@@ -338,13 +351,15 @@ func TestErrors(t *testing.T) {
 	srvErr := make(chan error)
 	go func() { srvErr <- Run(parse("-x", "1"), io.Discard) }()
 	var err error
-	for range 200 {
+	for range 500 { // up to 5 s
 		if err = Run(parse("--addr", "127.0.1.1", "127.0.1.2"), io.Discard); err == nil || !strings.Contains(err.Error(), "connect to") {
 			break
 		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if err == nil || !strings.Contains(err.Error(), "exchanging key messages") {
 		t.Errorf("client of a failed server: %v", err)
+		unblock(port)
 	}
 	if err := <-srvErr; err == nil || !strings.Contains(err.Error(), "has one GID, index 0") {
 		t.Errorf("server with -x 1: %v", err)

@@ -7,9 +7,11 @@ import (
 	"net"
 	"net/netip"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/goverbs/goverbs/verbs"
 )
@@ -86,9 +88,15 @@ func TestServerClient(t *testing.T) {
 	<-ready
 	cfg := Config{Port: port, IBPort: 1, Size: 5000, MTU: 1024, RxDepth: 16, Iters: 200, GIDIdx: 0, Check: true, Server: "127.0.0.2"}
 	var err error
-	for range 100 { // the server may not listen yet
+	for range 500 { // the server may not listen yet: try for up to 5 s
 		if err = Run(cfg, &cli); err == nil || !strings.Contains(err.Error(), "connect") {
 			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil { // a server still waiting for its client fails instead
+		if c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
+			c.Close()
 		}
 	}
 	wg.Wait()
