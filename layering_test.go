@@ -18,9 +18,10 @@ var layers = map[string]struct {
 }{
 	"":                   {},
 	"cmd/":               {internal: []string{"verbs", "cm", "conn", "internal/perftest", "internal/pingpong", "internal/devinfo", "internal/wire", "internal/capture"}},
-	"internal/pingpong":  {internal: []string{"verbs"}},
+	"internal/pingpong":  {internal: []string{"verbs", "internal/oob"}},
+	"internal/oob":       {internal: []string{"verbs"}},
 	"internal/devinfo":   {internal: []string{"verbs"}},
-	"internal/perftest":  {internal: []string{"verbs", "cm"}},
+	"internal/perftest":  {internal: []string{"verbs", "cm", "internal/oob"}},
 	"internal/capture":   {internal: []string{"internal/wire"}, thirdParty: []string{"github.com/gopacket/gopacket"}},
 	"verbs":              {internal: []string{"internal/engine", "internal/ib", "internal/mem", "conn"}},
 	"verbs/verbstest":    {internal: []string{"verbs", "conn", "internal/leakcheck"}},

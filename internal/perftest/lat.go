@@ -141,20 +141,28 @@ func (r *runner) latWrite(size int) (latResult, error) {
 		l.post(scnt)
 		scnt++
 		*mark = byte(scnt)
-		if err := s.qp.PostSend(&wr); err != nil {
-			return l, fmt.Errorf("Couldn't post send: scnt=%d: %w", scnt, err)
-		}
-		over, err := r.waitSend(d, wcs, scnt)
+		over, err := r.postWait(d, &wr, wcs, scnt)
 		if err != nil {
 			return l, err
 		}
 		if over {
 			break
 		}
-		d.count(1)
 	}
 	l.finish(d)
 	return l, nil
+}
+
+// postWait posts one signalled operation, the scnt-th, and waits for its
+// completion, which a -D run counts; over reports that the run ended first.
+func (r *runner) postWait(d *durationRun, wr *verbs.SendWR, wcs []verbs.WC, scnt int) (over bool, err error) {
+	if err := r.s.qp.PostSend(wr); err != nil {
+		return false, fmt.Errorf("Couldn't post send: scnt=%d: %w", scnt, err)
+	}
+	if over, err = r.waitSend(d, wcs, scnt); err == nil && !over {
+		d.count(1)
+	}
+	return over, err
 }
 
 // waitSend waits for the completion of the one signalled send in flight;
@@ -194,7 +202,7 @@ func waitByte(p *byte, v byte, stop func() bool) bool {
 // latRead is ib_read_lat and ib_atomic_lat (run_iter_lat): one READ or
 // atomic at a time, each waited for.
 func (r *runner) latRead(size int) (latResult, error) {
-	s, n := r.s, r.cfg.Iters
+	n := r.cfg.Iters
 	d := startDuration(r.cfg)
 	defer d.halt()
 	l := r.newLat(size)
@@ -203,17 +211,13 @@ func (r *runner) latRead(size int) (latResult, error) {
 	wcs := make([]verbs.WC, 1)
 	for i := 0; (d != nil || i < n) && !d.over(); i++ {
 		l.post(i)
-		if err := s.qp.PostSend(&wr); err != nil {
-			return l, fmt.Errorf("Couldn't post send: scnt=%d: %w", i, err)
-		}
-		over, err := r.waitSend(d, wcs, i+1)
+		over, err := r.postWait(d, &wr, wcs, i+1)
 		if err != nil {
 			return l, err
 		}
 		if over {
 			break
 		}
-		d.count(1)
 	}
 	l.finish(d)
 	return l, nil

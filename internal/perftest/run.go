@@ -3,9 +3,8 @@ package perftest
 import (
 	"fmt"
 	"io"
-	"net"
-	"strconv"
 
+	"github.com/goverbs/goverbs/internal/oob"
 	"github.com/goverbs/goverbs/verbs"
 )
 
@@ -13,7 +12,7 @@ import (
 // (CONNECT.md §2.5), the measurement, and the output of the C tool.
 // Failures are returned; the caller prints them and exits 1.
 func Run(cfg Config, stdout io.Writer) error {
-	c, err := controlConn(&cfg, stdout)
+	c, err := oob.Connect(cfg.Server, cfg.Port, func() { printBanner(stdout) })
 	if err != nil {
 		return err
 	}
@@ -78,30 +77,6 @@ func fill(s *session, client bool) {
 	for i := range end {
 		b[i] = byte(i) ^ seed
 	}
-}
-
-// controlConn opens the TCP connection of the control channel: the server
-// accepts one client on every address, the client dials.
-func controlConn(cfg *Config, stdout io.Writer) (net.Conn, error) {
-	port := strconv.Itoa(cfg.Port)
-	if cfg.client() {
-		c, err := net.Dial("tcp", net.JoinHostPort(cfg.Server, port))
-		if err != nil {
-			return nil, fmt.Errorf("Couldn't connect to %s:%d: %w", cfg.Server, cfg.Port, err)
-		}
-		return c, nil
-	}
-	ln, err := net.Listen("tcp", ":"+port)
-	if err != nil {
-		return nil, fmt.Errorf("Couldn't listen to port %d: %w", cfg.Port, err)
-	}
-	defer ln.Close()
-	printBanner(stdout)
-	c, err := ln.Accept()
-	if err != nil {
-		return nil, fmt.Errorf("accept() failed: %w", err)
-	}
-	return c, nil
 }
 
 // runner drives one test's control sequence around its measurement.

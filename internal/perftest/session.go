@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 
+	"github.com/goverbs/goverbs/internal/oob"
 	"github.com/goverbs/goverbs/verbs"
 )
 
@@ -36,9 +37,9 @@ const linkMTU = 4096 + 80
 // openSession creates the device on the RoCE address — by default the IP
 // this end of the control connection uses — and the QP, CQ and buffer.
 func openSession(cfg *Config, c net.Conn, cycleBuffer int) (*session, error) {
-	addr := netip.AddrPortFrom(c.LocalAddr().(*net.TCPAddr).AddrPort().Addr().Unmap(), 4791)
-	if cfg.Addr != "" {
-		addr, _ = verbs.ParseAddr(cfg.Addr)
+	addr, err := oob.DeviceAddr(c, cfg.Addr)
+	if err != nil {
+		return nil, err
 	}
 	dev, err := verbs.OpenDevice(verbs.DeviceConfig{Name: cfg.IBDev, Addr: addr, LinkMTU: linkMTU})
 	if err != nil {

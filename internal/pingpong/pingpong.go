@@ -11,10 +11,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"net/netip"
-	"strconv"
 	"time"
 
+	"github.com/goverbs/goverbs/internal/oob"
 	"github.com/goverbs/goverbs/verbs"
 )
 
@@ -38,7 +37,7 @@ type session struct {
 // Run performs one ping-pong run. Progress lines go to stdout as the C tool
 // prints them; failures are returned (the caller prints them and exits 1).
 func Run(cfg Config, stdout io.Writer) error {
-	c, err := exchangeConn(cfg)
+	c, err := oob.Connect(cfg.Server, cfg.Port, nil)
 	if err != nil {
 		return err
 	}
@@ -62,36 +61,13 @@ func Run(cfg Config, stdout io.Writer) error {
 	return s.pingpong(stdout)
 }
 
-// exchangeConn opens the TCP connection of the out-of-band exchange: the
-// server accepts one connection on every address, the client dials.
-func exchangeConn(cfg Config) (net.Conn, error) {
-	port := strconv.Itoa(cfg.Port)
-	if cfg.Server != "" {
-		c, err := net.Dial("tcp", net.JoinHostPort(cfg.Server, port))
-		if err != nil {
-			return nil, fmt.Errorf("Couldn't connect to %s:%d: %w", cfg.Server, cfg.Port, err)
-		}
-		return c, nil
-	}
-	ln, err := net.Listen("tcp", ":"+port)
-	if err != nil {
-		return nil, fmt.Errorf("Couldn't listen to port %d: %w", cfg.Port, err)
-	}
-	defer ln.Close()
-	c, err := ln.Accept()
-	if err != nil {
-		return nil, fmt.Errorf("accept() failed: %w", err)
-	}
-	return c, nil
-}
-
 // open creates the device on the RoCE address — by default the IP this
 // end of the TCP connection uses — and the QP, CQ and buffer of
 // rc_pingpong, and posts rx_depth receives.
 func open(cfg Config, c net.Conn) (*session, error) {
-	addr := netip.AddrPortFrom(c.LocalAddr().(*net.TCPAddr).AddrPort().Addr().Unmap(), 4791)
-	if cfg.Addr != "" {
-		addr, _ = verbs.ParseAddr(cfg.Addr)
+	addr, err := oob.DeviceAddr(c, cfg.Addr)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.IBPort != 1 {
 		return nil, fmt.Errorf("Couldn't get port info: port %d", cfg.IBPort)

@@ -1,0 +1,49 @@
+package oob
+
+import (
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func TestConnectAndDeviceAddr(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	accepted := make(chan net.Conn)
+	listening := make(chan struct{})
+	go func() {
+		c, err := Connect("", port, func() { close(listening) })
+		if err != nil {
+			t.Error(err)
+		}
+		accepted <- c
+	}()
+	<-listening
+	c, err := Connect("127.0.0.3", port, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := <-accepted
+	defer s.Close()
+	// Each side's device takes the address its peer reached it on.
+	for conn, want := range map[net.Conn]string{s: "127.0.0.3:4791", c: "127.0.0.1:4791"} {
+		if a, err := DeviceAddr(conn, ""); err != nil || a != netip.MustParseAddrPort(want) {
+			t.Errorf("device address %v, %v; want %s", a, err, want)
+		}
+	}
+	if a, err := DeviceAddr(c, "10.0.0.1"); err != nil || a.String() != "10.0.0.1:4791" {
+		t.Errorf("--addr 10.0.0.1: %v, %v", a, err)
+	}
+	if _, err := DeviceAddr(c, "bogus"); err == nil {
+		t.Error("bad --addr accepted")
+	}
+	if _, err := Connect("127.0.0.1", port, nil); err == nil || !strings.HasPrefix(err.Error(), "Couldn't connect to 127.0.0.1:") {
+		t.Errorf("nobody listening: %v", err)
+	}
+}
