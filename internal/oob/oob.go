@@ -4,10 +4,12 @@
 package oob
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"strconv"
+	"syscall"
 
 	"github.com/goverbs/goverbs/verbs"
 )
@@ -37,6 +39,25 @@ func Connect(host string, port int, listening func()) (net.Conn, error) {
 		return nil, fmt.Errorf("accept() failed: %w", err)
 	}
 	return c, nil
+}
+
+// LinkMTU gives the tools' devices an active MTU of 4096, the most RoCE
+// allows; the tools then use the smaller of both sides' MTUs or -m.
+const LinkMTU = 4096 + 80
+
+// OpenDevice opens a tool's device named name on the RoCE address addr
+// (see DeviceAddr). A taken address usually means the peer runs on the
+// same host with the same address, which the error says how to avoid.
+func OpenDevice(name string, addr netip.AddrPort) (*verbs.Device, error) {
+	d, err := verbs.OpenDevice(verbs.DeviceConfig{Name: name, Addr: addr, LinkMTU: LinkMTU})
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return nil, fmt.Errorf("Couldn't get context for the device: %w (is the peer on this host? Each side needs its own address: "+
+			"connect to 127.0.0.2 instead of 127.0.0.1, or give one side --addr)", err)
+	case err != nil:
+		return nil, fmt.Errorf("Couldn't get context for the device: %w", err)
+	}
+	return d, nil
 }
 
 // DeviceAddr is the RoCE address of a tool's device: addr ("IP" or

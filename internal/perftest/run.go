@@ -18,7 +18,7 @@ func Run(cfg Config, stdout io.Writer) error {
 	}
 	defer c.Close()
 	ctl := NewConn(c, !cfg.client())
-	mtu := verbs.MTU4096 // the active MTU of goverbs devices (linkMTU)
+	mtu := verbs.MTU4096 // the active MTU of the tools' devices (oob.LinkMTU)
 	if cfg.MTU != 0 {
 		mtu, _ = verbs.MTUFromBytes(cfg.MTU)
 	}

@@ -30,10 +30,6 @@ type session struct {
 	rem   Dest
 }
 
-// linkMTU gives goverbs devices an active MTU of 4096, the most RoCE
-// allows; perftest then uses the smaller of both sides' MTUs.
-const linkMTU = 4096 + 80
-
 // openSession creates the device on the RoCE address — by default the IP
 // this end of the control connection uses — and the QP, CQ and buffer.
 func openSession(cfg *Config, c net.Conn, cycleBuffer int) (*session, error) {
@@ -41,9 +37,9 @@ func openSession(cfg *Config, c net.Conn, cycleBuffer int) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	dev, err := verbs.OpenDevice(verbs.DeviceConfig{Name: cfg.IBDev, Addr: addr, LinkMTU: linkMTU})
+	dev, err := oob.OpenDevice(cfg.IBDev, addr)
 	if err != nil {
-		return nil, fmt.Errorf("Couldn't get context for the device: %w", err)
+		return nil, err
 	}
 	s := &session{cfg: cfg, dev: dev, gidIx: max(cfg.GIDIdx, 0)}
 	gid, err := dev.QueryGID(1, s.gidIx)

@@ -72,9 +72,9 @@ func open(cfg Config, c net.Conn) (*session, error) {
 	if cfg.IBPort != 1 {
 		return nil, fmt.Errorf("Couldn't get port info: port %d", cfg.IBPort)
 	}
-	dev, err := verbs.OpenDevice(verbs.DeviceConfig{Name: cfg.IBDev, Addr: addr, LinkMTU: 4096 + 80})
+	dev, err := oob.OpenDevice(cfg.IBDev, addr)
 	if err != nil {
-		return nil, fmt.Errorf("Couldn't get context for %s: %w", cfg.IBDev, err)
+		return nil, err
 	}
 	s := &session{cfg: cfg, dev: dev}
 	if s.pd, err = dev.AllocPD(); err != nil {
