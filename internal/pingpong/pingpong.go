@@ -129,6 +129,16 @@ func printDest(w io.Writer, label string, d *dest) {
 	fmt.Fprintf(w, "%s LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", label, d.lid, d.qpn, d.psn, d.gid)
 }
 
+// printResult writes rc_pingpong's two result lines for bytes moved in
+// iters exchanges taking usec microseconds. The C tool keeps the time in
+// a float and divides it by the int iters in single precision; the same
+// arithmetic here gives the same digits.
+func printResult(w io.Writer, bytes int64, iters int, usec int64) {
+	t := float32(usec)
+	fmt.Fprintf(w, "%d bytes in %.2f seconds = %.2f Mbit/sec\n", bytes, float64(t)/1e6, float64(bytes)*8/float64(t))
+	fmt.Fprintf(w, "%d iters in %.2f seconds = %.2f usec/iter\n", iters, float64(t)/1e6, t/float32(iters))
+}
+
 // exchange swaps address messages (CONNECT.md §1.2) and connects the QP:
 // the server before it answers, the client after "done".
 func (s *session) exchange(c net.Conn, my *dest) (dest, error) {
@@ -275,10 +285,7 @@ func (s *session) pingpong(stdout io.Writer) error {
 			}
 		}
 	}
-	usec := float32(time.Since(start).Microseconds())
-	bytes := int64(cfg.Size) * int64(cfg.Iters) * 2
-	fmt.Fprintf(stdout, "%d bytes in %.2f seconds = %.2f Mbit/sec\n", bytes, float64(usec)/1e6, float64(bytes)*8/float64(usec))
-	fmt.Fprintf(stdout, "%d iters in %.2f seconds = %.2f usec/iter\n", cfg.Iters, float64(usec)/1e6, float64(usec)/float64(cfg.Iters))
+	printResult(stdout, int64(cfg.Size)*int64(cfg.Iters)*2, cfg.Iters, time.Since(start).Microseconds())
 	if !client && cfg.Check {
 		for i := 0; i < cfg.Size; i += page {
 			if s.mr.Bytes()[i] != 0 {

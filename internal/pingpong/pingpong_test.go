@@ -69,27 +69,26 @@ var (
 	itersLine = regexp.MustCompile(`^(\d+) iters in \d+\.\d\d seconds = \d+\.\d\d usec/iter$`)
 )
 
-// TestServerClient runs both roles in one process over loopback: the
-// server's device takes 127.0.0.2, where the client connects, the client's
-// 127.0.0.1, both on UDP 4791.
-func TestServerClient(t *testing.T) {
+// runPair runs both roles in one process over loopback: the server's
+// device takes 127.0.0.2, where the client connects, the client's
+// 127.0.0.1, both on UDP 4791. It returns what each printed.
+func runPair(t *testing.T, size, iters int) (srv, cli string) {
+	t.Helper()
 	port := freePort(t)
-	var srv, cli bytes.Buffer
+	var srvOut, cliOut bytes.Buffer
 	var srvErr error
 	var wg sync.WaitGroup
 	wg.Add(1)
-	ready := make(chan struct{})
+	base := Config{Port: port, IBPort: 1, Size: size, MTU: 1024, RxDepth: 16, Iters: iters, GIDIdx: 0, Check: true}
 	go func() {
 		defer wg.Done()
-		cfg := Config{Port: port, IBPort: 1, Size: 5000, MTU: 1024, RxDepth: 16, Iters: 200, GIDIdx: 0, Check: true}
-		close(ready)
-		srvErr = Run(cfg, &srv)
+		srvErr = Run(base, &srvOut)
 	}()
-	<-ready
-	cfg := Config{Port: port, IBPort: 1, Size: 5000, MTU: 1024, RxDepth: 16, Iters: 200, GIDIdx: 0, Check: true, Server: "127.0.0.2"}
+	cfg := base
+	cfg.Server = "127.0.0.2"
 	var err error
 	for range 500 { // the server may not listen yet: try for up to 5 s
-		if err = Run(cfg, &cli); err == nil || !strings.Contains(err.Error(), "connect") {
+		if err = Run(cfg, &cliOut); err == nil || !strings.Contains(err.Error(), "connect") {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -101,8 +100,13 @@ func TestServerClient(t *testing.T) {
 	}
 	wg.Wait()
 	if err != nil || srvErr != nil {
-		t.Fatalf("client: %v\n%s\nserver: %v\n%s", err, cli.String(), srvErr, srv.String())
+		t.Fatalf("client: %v\n%s\nserver: %v\n%s", err, cliOut.String(), srvErr, srvOut.String())
 	}
+	return srvOut.String(), cliOut.String()
+}
+
+func TestServerClient(t *testing.T) {
+	srv, cli := runPair(t, 5000, 200)
 	check := func(name, out, localIP, remoteIP string) {
 		lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 		if len(lines) != 4 {
@@ -121,8 +125,8 @@ func TestServerClient(t *testing.T) {
 			t.Errorf("%s: byte count %v, want 5000*200*2", name, m)
 		}
 	}
-	check("server", srv.String(), "127.0.0.2", "127.0.0.1")
-	check("client", cli.String(), "127.0.0.1", "127.0.0.2")
+	check("server", srv, "127.0.0.2", "127.0.0.1")
+	check("client", cli, "127.0.0.1", "127.0.0.2")
 }
 
 func sprintf(format string, a ...any) string { return fmt.Sprintf(format, a...) }
