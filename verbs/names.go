@@ -174,6 +174,9 @@ const (
 	RetryExceededErr    = engine.RetryExceededErr
 	RetryRNRExceededErr = engine.RetryRNRExceededErr
 	CompleterRetryErr   = engine.CompleterRetryErr
+	SendErr             = engine.SendErr
+	RDMASends           = engine.RDMASends
+	RDMARecvs           = engine.RDMARecvs
 	NumCounters         = engine.NumCounters
 )
 

@@ -212,3 +212,34 @@ func TestMultiSGE(t *testing.T) {
 		})
 	}
 }
+
+// TestSendRecvCounters checks that rdma_sends and rdma_recvs count what
+// rxe's do: completed SENDs, and successful receive completions (a SEND's
+// or a WRITE WITH IMMEDIATE's), not every work request.
+func TestSendRecvCounters(t *testing.T) {
+	p := verbstest.New(t, verbstest.Options{Link: verbstest.Mem})
+	src := p.A.Buffer(t, 64, 0x11)
+	dst := p.B.Buffer(t, 64, 0)
+	for i, op := range []verbs.WROpcode{verbs.WRSend, verbs.WRSendWithImm, verbs.WRRDMAWrite, verbs.WRRDMAWriteWithImm,
+		verbs.WRRDMARead, verbs.WRAtomicFetchAndAdd, verbs.WRAtomicCmpAndSwp} {
+		wr := &verbs.SendWR{WRID: uint64(i), Opcode: op, Flags: verbs.SendSignaled, SGList: []verbs.SGE{src.SGE(0, 8)},
+			RemoteAddr: dst.Addr(), RKey: dst.RKey()}
+		if op == verbs.WRSend || op == verbs.WRSendWithImm || op == verbs.WRRDMAWriteWithImm {
+			postRecv(t, p.B.QP, &verbs.RecvWR{WRID: uint64(i), SGList: []verbs.SGE{dst.SGE(0, 64)}})
+		}
+		post(t, p.A.QP, wr)
+		if wc := verbstest.MustPoll(t, p.A.SendCQ, 1)[0]; wc.Status != verbs.WCSuccess {
+			t.Fatalf("%v: %v", op, wc.Status)
+		}
+	}
+	verbstest.MustPoll(t, p.B.RecvCQ, 3)
+	if got := p.A.Dev.Counters().Get(verbs.RDMASends); got != 2 {
+		t.Errorf("rdma_sends %d after 2 SENDs among 7 operations, want 2", got)
+	}
+	if got := p.B.Dev.Counters().Get(verbs.RDMARecvs); got != 3 {
+		t.Errorf("rdma_recvs %d after 3 receive completions, want 3", got)
+	}
+	if got := p.B.Dev.Counters().Get(verbs.RDMASends) + p.A.Dev.Counters().Get(verbs.RDMARecvs); got != 0 {
+		t.Errorf("the passive side counted sends or the active side receives: %d", got)
+	}
+}

@@ -339,7 +339,9 @@ func (qp *QP) finishSend(w *sendWQE, status ib.WCStatus) {
 	report := status != ib.WCSuccess || w.signaled
 	if status == ib.WCSuccess {
 		wc.ByteLen = w.length
-		qp.dev.counters.inc(RDMASends)
+		if w.isSend() {
+			qp.dev.counters.inc(RDMASends)
+		}
 	}
 	if w.isReadAtomic() {
 		qp.req.rdAtomic--

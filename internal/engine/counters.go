@@ -20,8 +20,8 @@ const (
 	RetryRNRExceededErr                   // requester gave up: rnr_retry exhausted
 	CompleterRetryErr                     // requester retransmissions started
 	SendErr                               // link refused a packet
-	RDMASends                             // send work requests completed
-	RDMARecvs                             // receive work requests completed
+	RDMASends                             // SEND work requests completed successfully (not WRITE, READ or atomics)
+	RDMARecvs                             // receive work requests completed successfully
 	NAKSent                               // NAKs sent (any code but RNR)
 	NAKRcvd                               // NAKs received (any code but RNR)
 	ACKSent                               // ACKs sent

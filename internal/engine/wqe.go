@@ -56,6 +56,16 @@ func (w *sendWQE) isReadAtomic() bool {
 	return false
 }
 
+// isSend reports whether the WQE is a SEND of any kind, the operations
+// rxe's rdma_sends counts.
+func (w *sendWQE) isSend() bool {
+	switch w.opcode {
+	case ib.WRSend, ib.WRSendWithImm, ib.WRSendWithInv:
+		return true
+	}
+	return false
+}
+
 func (w *sendWQE) isAtomic() bool {
 	return w.opcode == ib.WRAtomicCmpAndSwp || w.opcode == ib.WRAtomicFetchAndAdd
 }
