@@ -3,6 +3,8 @@ package perftest
 import (
 	"fmt"
 	"io"
+	"net"
+	"time"
 
 	"github.com/goverbs/goverbs/internal/oob"
 	"github.com/goverbs/goverbs/verbs"
@@ -32,7 +34,7 @@ func Run(cfg Config, stdout io.Writer) error {
 	}
 	defer s.close()
 	s.mtu = verbs.MTU(setup.MTU)
-	r := &runner{cfg: &cfg, s: s, ctl: ctl, out: stdout}
+	r := &runner{cfg: &cfg, s: s, ctl: ctl, conn: c, out: stdout}
 	printTestInfo(stdout, &cfg, testInfo{dev: s.dev.Name(), mtu: s.mtu.Bytes(), gidIx: s.gidIx, outReads: int(s.my.OutReads)})
 	fill(s, cfg.client())
 	var test func() error
@@ -81,10 +83,11 @@ func fill(s *session, client bool) {
 
 // runner drives one test's control sequence around its measurement.
 type runner struct {
-	cfg *Config
-	s   *session
-	ctl *Conn
-	out io.Writer
+	cfg  *Config
+	s    *session
+	ctl  *Conn
+	conn net.Conn // the control connection under ctl
+	out  io.Writer
 	// recv is the receive of SEND tests; posted counts those posted for
 	// the current size.
 	recv   verbs.RecvWR
@@ -236,7 +239,7 @@ func (r *runner) sendBW() error {
 }
 
 // writeLat is ib_write_lat: both sides measure; there is no closing
-// exchange.
+// exchange, so each side lingers until the other is done.
 func (r *runner) writeLat() error {
 	if err := r.hsConnect(1, true, 0); err != nil {
 		return err
@@ -253,7 +256,28 @@ func (r *runner) writeLat() error {
 		l.print(r.out, r.cfg)
 	}
 	fmt.Fprintln(r.out, ResultLine)
+	linger(r.conn, lingerMax)
 	return nil
+}
+
+// lingerMax bounds the wait for the peer at the end of ib_write_lat: far
+// longer than the skew between two -D clocks started by one handshake.
+const lingerMax = 10 * time.Second
+
+// linger keeps this side's QP answering until the peer has finished too.
+// ib_write_lat ends without a closing exchange, each side when its own
+// count or clock runs out. A C peer still polling for the ACK of its last
+// WRITE when our QP goes away polls for ever, since rxe retries without
+// end at retry_cnt 7 (seen in the lab with -D). So this side shuts its
+// half of the control connection and waits, up to max, for the peer to
+// end its half: the C tool does when it exits, goverbs when it lingers in
+// turn.
+func linger(c net.Conn, max time.Duration) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+	c.SetReadDeadline(time.Now().Add(max))
+	io.Copy(io.Discard, c)
 }
 
 // readLat is ib_read_lat and ib_atomic_lat: only the client measures; the
