@@ -18,10 +18,11 @@ var layers = map[string]struct {
 }{
 	"":                   {},
 	"cmd/":               {internal: []string{"verbs", "cm", "conn", "internal/perftest", "internal/pingpong", "internal/devinfo", "internal/wire", "internal/capture"}},
-	"internal/pingpong":  {internal: []string{"verbs", "internal/oob"}},
+	"internal/pingpong":  {internal: []string{"verbs", "internal/oob", "internal/toolflag"}},
 	"internal/oob":       {internal: []string{"verbs"}},
 	"internal/devinfo":   {internal: []string{"verbs"}},
-	"internal/perftest":  {internal: []string{"verbs", "cm", "internal/oob"}},
+	"internal/perftest":  {internal: []string{"verbs", "cm", "internal/oob", "internal/toolflag"}},
+	"internal/toolflag":  {}, // standard library only
 	"internal/capture":   {internal: []string{"internal/wire"}, thirdParty: []string{"github.com/gopacket/gopacket"}},
 	"verbs":              {internal: []string{"internal/engine", "internal/ib", "internal/mem", "conn"}},
 	"verbs/verbstest":    {internal: []string{"verbs", "conn", "internal/leakcheck"}},

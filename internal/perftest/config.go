@@ -2,12 +2,12 @@ package perftest
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 
+	"github.com/goverbs/goverbs/internal/toolflag"
 	"github.com/goverbs/goverbs/verbs"
 )
 
@@ -95,58 +95,38 @@ func ParseArgs(prog string, args []string, stderr io.Writer) (Config, error) {
 		c.RxDepth = 512
 	}
 
-	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	connType := "RC"
 	qps := 1
-	opts := []option{
-		{"p", "port", "port", "listen on/connect to TCP port <port> (default 18515)", &c.Port},
-		{"d", "ib-dev", "dev", "name of the goverbs device (default goverbs0)", &c.IBDev},
-		{"i", "ib-port", "port", "port of the device (only 1)", &c.IBPort},
-		{"s", "size", "size", "message size, K or M suffix allowed (default " + strconv.Itoa(c.Size) + ")", sizeValue{&c.Size}},
-		{"a", "all", "", "run sizes from 2 to 2^23", &c.All},
-		{"n", "iters", "iters", "number of exchanges, at least 5 (default " + strconv.Itoa(c.Iters) + ")", &c.Iters},
-		{"D", "duration", "seconds", "run for <seconds> instead of a number of iterations", &c.Duration},
-		{"f", "margin", "seconds", "seconds not measured at each end of a --duration run (default duration/4)", &c.Margin},
-		{"t", "tx-depth", "dep", "size of the send queue (default " + strconv.Itoa(c.TxDepth) + ")", &c.TxDepth},
-		{"r", "rx-depth", "dep", "receives posted (SEND tests; default " + strconv.Itoa(c.RxDepth) + ")", &c.RxDepth},
-		{"m", "mtu", "mtu", "path MTU: 256, 512, 1024, 2048 or 4096 (default the port's active MTU)", &c.MTU},
-		{"x", "gid-index", "index", "local GID index (goverbs devices have one GID, index 0)", &c.GIDIdx},
-		{"Q", "cq-mod", "num", "request a completion every <num> sends (default 100)", &c.CQMod},
-		{"o", "outs", "num", "READs/atomics in flight (READ/atomic tests; default the device maximum)", &c.OutReads},
-		{"I", "inline_size", "size", "send messages up to <size> bytes inline (default 0)", &c.Inline},
-		{"u", "qp-timeout", "timeout", "local ACK timeout exponent (default 14)", &c.Timeout},
-		{"S", "sl", "sl", "service level (default 0)", &c.SL},
-		{"A", "atomic_type", "type", "CMP_AND_SWAP or FETCH_AND_ADD (atomic tests; default FETCH_AND_ADD)", atomicValue{&c.Atomic}},
-		{"N", "noPeak", "", "do not compute the peak bandwidth", &c.NoPeak},
-		{"F", "CPU-freq", "", "accepted for compatibility: goverbs measures time, not CPU cycles", &c.CPUFreq},
-		{"", "report_gbits", "", "report bandwidth in Gb/s instead of MB/s", &c.Gbits},
-		{"c", "connection", "type", "connection type: RC (the only one goverbs runs)", &connType},
-		{"q", "qp", "num", "number of QPs: 1 (the only number goverbs runs)", &qps},
-		{"", "addr", "ip[:port]", "goverbs: RoCE address of this device (default: the TCP connection's local address, port 4791)", &c.Addr},
+	fs := toolflag.New(prog, stderr, []toolflag.Option{
+		toolflag.Opt("p", "port", "port", "listen on/connect to TCP port <port> (default 18515)", &c.Port),
+		toolflag.Opt("d", "ib-dev", "dev", "name of the goverbs device (default goverbs0)", &c.IBDev),
+		toolflag.Opt("i", "ib-port", "port", "port of the device (only 1)", &c.IBPort),
+		toolflag.Opt("s", "size", "size", "message size, K or M suffix allowed (default "+strconv.Itoa(c.Size)+")", sizeValue{&c.Size}),
+		toolflag.Opt("a", "all", "", "run sizes from 2 to 2^23", &c.All),
+		toolflag.Opt("n", "iters", "iters", "number of exchanges, at least 5 (default "+strconv.Itoa(c.Iters)+")", &c.Iters),
+		toolflag.Opt("D", "duration", "seconds", "run for <seconds> instead of a number of iterations", &c.Duration),
+		toolflag.Opt("f", "margin", "seconds", "seconds not measured at each end of a --duration run (default duration/4)", &c.Margin),
+		toolflag.Opt("t", "tx-depth", "dep", "size of the send queue (default "+strconv.Itoa(c.TxDepth)+")", &c.TxDepth),
+		toolflag.Opt("r", "rx-depth", "dep", "receives posted (SEND tests; default "+strconv.Itoa(c.RxDepth)+")", &c.RxDepth),
+		toolflag.Opt("m", "mtu", "mtu", "path MTU: 256, 512, 1024, 2048 or 4096 (default the port's active MTU)", &c.MTU),
+		toolflag.Opt("x", "gid-index", "index", "local GID index (goverbs devices have one GID, index 0)", &c.GIDIdx),
+		toolflag.Opt("Q", "cq-mod", "num", "request a completion every <num> sends (default 100)", &c.CQMod),
+		toolflag.Opt("o", "outs", "num", "READs/atomics in flight (READ/atomic tests; default the device maximum)", &c.OutReads),
+		toolflag.Opt("I", "inline_size", "size", "send messages up to <size> bytes inline (default 0)", &c.Inline),
+		toolflag.Opt("u", "qp-timeout", "timeout", "local ACK timeout exponent (default 14)", &c.Timeout),
+		toolflag.Opt("S", "sl", "sl", "service level (default 0)", &c.SL),
+		toolflag.Opt("A", "atomic_type", "type", "CMP_AND_SWAP or FETCH_AND_ADD (atomic tests; default FETCH_AND_ADD)", atomicValue{&c.Atomic}),
+		toolflag.Opt("N", "noPeak", "", "do not compute the peak bandwidth", &c.NoPeak),
+		toolflag.Opt("F", "CPU-freq", "", "accepted for compatibility: goverbs measures time, not CPU cycles", &c.CPUFreq),
+		toolflag.Opt("", "report_gbits", "", "report bandwidth in Gb/s instead of MB/s", &c.Gbits),
+		toolflag.Opt("c", "connection", "type", "connection type: RC (the only one goverbs runs)", &connType),
+		toolflag.Opt("q", "qp", "num", "number of QPs: 1 (the only number goverbs runs)", &qps),
+		toolflag.Opt("", "addr", "ip[:port]", "goverbs: RoCE address of this device (default: the TCP connection's local address, port 4791)", &c.Addr),
+	})
+	hosts, set, err := fs.Parse(args)
+	if err != nil {
+		return c, err
 	}
-	for _, o := range opts {
-		o.register(fs)
-	}
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage:\n  %s            start a server and wait for connection\n  %s <host>     connect to server at <host>\n\nOptions:\n", prog, prog)
-		for _, o := range opts {
-			o.usageLine(stderr)
-		}
-	}
-	var hosts []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return c, err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		hosts = append(hosts, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	switch len(hosts) {
 	case 0:
 	case 1:
@@ -250,43 +230,6 @@ func (c *Config) check(set map[string]bool, connType string, qps int) error {
 // option is one command-line option, registered under its short and its
 // long name (either may be empty) and listed in the usage as perftest
 // lists it.
-type option struct {
-	short, long, arg, usage string
-	p                       any // *int, *bool, *string or flag.Value
-}
-
-func (o option) register(fs *flag.FlagSet) {
-	for _, name := range []string{o.short, o.long} {
-		if name == "" {
-			continue
-		}
-		switch p := o.p.(type) {
-		case *int:
-			fs.IntVar(p, name, *p, o.usage)
-		case *bool:
-			fs.BoolVar(p, name, *p, o.usage)
-		case *string:
-			fs.StringVar(p, name, *p, o.usage)
-		case flag.Value:
-			fs.Var(p, name, o.usage)
-		}
-	}
-}
-
-func (o option) usageLine(w io.Writer) {
-	var names string
-	switch {
-	case o.short == "":
-		names = "      --" + o.long
-	default:
-		names = "  -" + o.short + ", --" + o.long
-	}
-	if o.arg != "" {
-		names += "=<" + o.arg + ">"
-	}
-	fmt.Fprintf(w, "%-32s %s\n", names, o.usage)
-}
-
 // sizeValue parses -s: a number (decimal, 0x hex or 0 octal, as strtol)
 // with an optional K or M suffix.
 type sizeValue struct{ p *int }

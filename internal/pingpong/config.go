@@ -1,10 +1,10 @@
 package pingpong
 
 import (
-	"flag"
 	"fmt"
 	"io"
 
+	"github.com/goverbs/goverbs/internal/toolflag"
 	"github.com/goverbs/goverbs/verbs"
 )
 
@@ -33,47 +33,31 @@ type Config struct {
 // to stderr.
 func ParseArgs(prog string, args []string, stderr io.Writer) (Config, error) {
 	c := Config{Port: 18515, IBPort: 1, Size: 4096, MTU: 1024, RxDepth: 500, Iters: 1000, GIDIdx: -1}
-	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	both := func(short, long string, p any, usage string) {
-		switch v := p.(type) {
-		case *int:
-			fs.IntVar(v, short, *v, usage)
-			fs.IntVar(v, long, *v, usage)
-		case *string:
-			fs.StringVar(v, short, *v, usage)
-			fs.StringVar(v, long, *v, usage)
-		case *bool:
-			fs.BoolVar(v, short, *v, usage)
-			fs.BoolVar(v, long, *v, usage)
-		}
-	}
-	both("p", "port", &c.Port, "listen on/connect to port `N` (default 18515)")
-	both("d", "ib-dev", &c.IBDev, "use IB device `NAME` (default goverbs0)")
-	both("i", "ib-port", &c.IBPort, "use port `N` of IB device (default 1)")
-	both("s", "size", &c.Size, "size of message to exchange (default 4096)")
-	both("m", "mtu", &c.MTU, "path MTU (default 1024)")
-	both("r", "rx-depth", &c.RxDepth, "number of receives to post at a time (default 500)")
-	both("n", "iters", &c.Iters, "number of exchanges (default 1000)")
-	both("l", "sl", &c.SL, "service level value")
-	both("e", "events", &c.Events, "sleep on CQ events (default poll)")
-	both("g", "gid-idx", &c.GIDIdx, "local port gid index")
-	both("c", "chk", &c.Check, "validate received buffer")
-	fs.StringVar(&c.Addr, "addr", "", "goverbs: RoCE `IP[:port]` of this device (default: the TCP connection's local address, port 4791)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage:\n  %s            start a server and wait for connection\n  %s <host>     connect to server at <host>\n\nOptions:\n", prog, prog)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	fs := toolflag.New(prog, stderr, []toolflag.Option{
+		toolflag.Opt("p", "port", "port", "listen on/connect to port <port> (default 18515)", &c.Port),
+		toolflag.Opt("d", "ib-dev", "dev", "name of the goverbs device (default goverbs0)", &c.IBDev),
+		toolflag.Opt("i", "ib-port", "port", "port of the device (only 1)", &c.IBPort),
+		toolflag.Opt("s", "size", "size", "size of message to exchange (default 4096)", &c.Size),
+		toolflag.Opt("m", "mtu", "size", "path MTU: 256, 512, 1024, 2048 or 4096 (default 1024)", &c.MTU),
+		toolflag.Opt("r", "rx-depth", "dep", "number of receives to post at a time (default 500)", &c.RxDepth),
+		toolflag.Opt("n", "iters", "iters", "number of exchanges (default 1000)", &c.Iters),
+		toolflag.Opt("l", "sl", "sl", "service level value", &c.SL),
+		toolflag.Opt("e", "events", "", "sleep on CQ events (default poll)", &c.Events),
+		toolflag.Opt("g", "gid-idx", "gid index", "local port gid index (goverbs devices have one GID, index 0)", &c.GIDIdx),
+		toolflag.Opt("c", "chk", "", "validate received buffer", &c.Check),
+		toolflag.Opt("", "addr", "ip[:port]", "goverbs: RoCE address of this device (default: the TCP connection's local address, port 4791)", &c.Addr),
+	})
+	hosts, _, err := fs.Parse(args)
+	if err != nil {
 		return c, err
 	}
-	switch fs.NArg() {
+	switch len(hosts) {
 	case 0:
 	case 1:
-		c.Server = fs.Arg(0)
+		c.Server = hosts[0]
 	default:
 		fs.Usage()
-		return c, fmt.Errorf("too many arguments")
+		return c, fmt.Errorf("too many arguments: %q", hosts)
 	}
 	if c.Port < 0 || c.Port > 65535 {
 		return c, fmt.Errorf("invalid port %d", c.Port)

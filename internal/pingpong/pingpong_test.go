@@ -47,7 +47,11 @@ func TestParseArgs(t *testing.T) {
 	if c.GIDIdx != 1 || c.Size != 8192 || c.MTU != 2048 || c.Iters != 5 || !c.Events || c.Server != "10.77.0.2" || c.Port != 18515 || c.RxDepth != 500 {
 		t.Errorf("config %+v", c)
 	}
-	for _, bad := range [][]string{{"-m", "1000"}, {"-p", "70000"}, {"-i", "0"}, {"-s", "0"}, {"a", "b"}, {"--addr", "nonsense"}} {
+	// Options may follow the host, as getopt_long lets them.
+	if c, err := ParseArgs("ibv_rc_pingpong", []string{"10.77.0.2", "--iters=7", "-c"}, new(bytes.Buffer)); err != nil || c.Server != "10.77.0.2" || c.Iters != 7 || !c.Check {
+		t.Errorf("options after the host: %+v, %v", c, err)
+	}
+	for _, bad := range [][]string{{"-m", "1000"}, {"-p", "70000"}, {"-i", "0"}, {"-s", "0"}, {"a", "b"}, {"--addr", "nonsense"}, {"-z"}} {
 		if _, err := ParseArgs("ibv_rc_pingpong", bad, new(bytes.Buffer)); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
