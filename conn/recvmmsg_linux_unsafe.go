@@ -7,7 +7,10 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"strconv"
+	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -36,9 +39,11 @@ type recvScratch struct {
 	trunc []bool // trunc[i]: datagram i did not fit its buffer (MSG_TRUNC)
 
 	// Arguments and results of the call made inside RawConn.Read.
-	k     int
-	n     int
-	errno unix.Errno
+	k      int
+	spin   time.Duration // how long to poll an empty socket (SetBusyPoll)
+	closed *atomic.Bool  // the bind's: Close ends the polling
+	n      int
+	errno  unix.Errno
 	// fn is the bound method passed to RawConn.Read, made once so that
 	// each Recv does not allocate a closure.
 	fn func(fd uintptr) bool
@@ -77,6 +82,7 @@ func (r *recvScratch) read(b *UDPBind, msgs []Message) (int, error) {
 		r.hs[i].len = 0
 	}
 	r.k, r.n, r.errno = len(msgs), 0, 0
+	r.spin, r.closed = time.Duration(b.busyPoll.Load()), &b.closed
 	err := b.rc.Read(r.fn)
 	// Let go of the caller's buffers: the bind must not keep them.
 	for i := range msgs {
@@ -99,10 +105,13 @@ func (r *recvScratch) read(b *UDPBind, msgs []Message) (int, error) {
 	return r.n, nil
 }
 
-// recvmmsg runs inside RawConn.Read on the non-blocking socket; returning
-// false on EAGAIN parks the goroutine in the poller until data arrives
-// (or the socket is closed, which makes RawConn.Read fail).
+// recvmmsg runs inside RawConn.Read on the non-blocking socket. On
+// EAGAIN it polls again, yielding the processor between tries, until
+// r.spin has passed; then returning false parks the goroutine in the
+// poller until data arrives (or the socket is closed, which makes
+// RawConn.Read fail).
 func (r *recvScratch) recvmmsg(fd uintptr) bool {
+	var deadline time.Time
 	for {
 		n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd,
 			uintptr(unsafe.Pointer(&r.hs[0])), uintptr(r.k), 0, 0, 0)
@@ -110,7 +119,17 @@ func (r *recvScratch) recvmmsg(fd uintptr) bool {
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
-			return false
+			if r.spin <= 0 || r.closed.Load() {
+				return false
+			}
+			now := time.Now()
+			if deadline.IsZero() {
+				deadline = now.Add(r.spin)
+			} else if now.After(deadline) {
+				return false
+			}
+			runtime.Gosched()
+			continue
 		}
 		r.n, r.errno = int(n), e
 		if e != 0 {

@@ -289,3 +289,46 @@ func BenchmarkUDPBatch(b *testing.B) {
 		})
 	}
 }
+
+// TestUDPBusyPoll: a datagram that arrives while Recv polls is delivered,
+// so is one that arrives after the polling gave way to the poller, and
+// Close ends a Recv in the middle of its polling.
+func TestUDPBusyPoll(t *testing.T) {
+	leakcheck.Check(t)
+	a, b := listen(t, loop4), listen(t, loop4)
+	recvLater := func(after time.Duration) (Message, error) {
+		go func() {
+			time.Sleep(after)
+			a.Send([]Message{{Buf: []byte("late"), Addr: b.LocalAddr()}})
+		}()
+		msgs := []Message{{Buf: make([]byte, 64)}}
+		_, err := b.Recv(msgs)
+		return msgs[0], err
+	}
+	// Longer than the test waits, shorter than a hung test run.
+	const long = 30 * time.Second
+	b.SetBusyPoll(long)
+	if m, err := recvLater(20 * time.Millisecond); err != nil || string(m.Buf[:m.N]) != "late" {
+		t.Fatalf("while polling: %q, %v", m.Buf[:m.N], err)
+	}
+	b.SetBusyPoll(time.Millisecond)
+	if m, err := recvLater(50 * time.Millisecond); err != nil || string(m.Buf[:m.N]) != "late" {
+		t.Fatalf("after polling: %q, %v", m.Buf[:m.N], err)
+	}
+	b.SetBusyPoll(long)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := b.Recv([]Message{{Buf: make([]byte, 64)}})
+		errc <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	b.Close()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Errorf("polling Recv returned %v, want net.ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not end a polling Recv")
+	}
+}

@@ -2,7 +2,9 @@ package verbs_test
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/goverbs/goverbs/verbs"
 	"github.com/goverbs/goverbs/verbs/verbstest"
@@ -52,5 +54,47 @@ func BenchmarkWrite(b *testing.B) {
 func BenchmarkRead(b *testing.B) {
 	for _, link := range links {
 		b.Run(fmt.Sprintf("%v/65536", link), func(b *testing.B) { benchOps(b, link, verbs.WRRDMARead, 65536, 16) })
+	}
+}
+
+// BenchmarkSendLatency sends one 64-byte signalled SEND at a time over
+// loopback UDP and waits for the receiver's completion and then the
+// sender's, which needs the ACK: a round trip. The receive loops poll
+// their sockets for 50 µs after traffic, or sleep on them (the default).
+func BenchmarkSendLatency(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		poll time.Duration
+	}{{"busypoll", 50 * time.Microsecond}, {"sleep", 0}} {
+		b.Run("udp/"+mode.name, func(b *testing.B) {
+			p := verbstest.New(b, verbstest.Options{Link: verbstest.UDP, BusyPoll: mode.poll})
+			src, dst := p.A.Buffer(b, 64, 1), p.B.Buffer(b, 64, 0)
+			send := verbs.SendWR{Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGList: []verbs.SGE{src.SGE(0, 64)}}
+			recv := verbs.RecvWR{SGList: []verbs.SGE{dst.SGE(0, 64)}}
+			wcs := make([]verbs.WC, 1)
+			spinPoll := func(cq *verbs.CQ) {
+				for {
+					n, err := cq.Poll(wcs)
+					if err != nil || n == 1 && wcs[0].Status != verbs.WCSuccess {
+						b.Fatal(err, wcs[0].Status)
+					}
+					if n == 1 {
+						return
+					}
+					runtime.Gosched()
+				}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := p.B.QP.PostRecv(&recv); err != nil {
+					b.Fatal(err)
+				}
+				if err := p.A.QP.PostSend(&send); err != nil {
+					b.Fatal(err)
+				}
+				spinPoll(p.B.RecvCQ)
+				spinPoll(p.A.SendCQ)
+			}
+		})
 	}
 }

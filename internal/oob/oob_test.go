@@ -51,12 +51,12 @@ func TestConnectAndDeviceAddr(t *testing.T) {
 // TestOpenDeviceTaken: a second device on a taken address says why.
 func TestOpenDeviceTaken(t *testing.T) {
 	a := netip.MustParseAddrPort("127.0.1.9:0")
-	d, err := OpenDevice("", a)
+	d, err := OpenDevice("", a, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if _, err := OpenDevice("", d.Addr()); err == nil || !strings.Contains(err.Error(), "connect to 127.0.0.2 instead of 127.0.0.1") {
+	if _, err := OpenDevice("", d.Addr(), 0); err == nil || !strings.Contains(err.Error(), "connect to 127.0.0.2 instead of 127.0.0.1") {
 		t.Errorf("second device on %v: %v", d.Addr(), err)
 	}
 }

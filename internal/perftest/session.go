@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"time"
 
 	"github.com/goverbs/goverbs/internal/oob"
 	"github.com/goverbs/goverbs/verbs"
@@ -37,7 +38,11 @@ func openSession(cfg *Config, c net.Conn, cycleBuffer int) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	dev, err := oob.OpenDevice(cfg.IBDev, addr)
+	var busyPoll time.Duration // the BW tests keep the link busy themselves
+	if cfg.Test.Lat {
+		busyPoll = oob.BusyPoll
+	}
+	dev, err := oob.OpenDevice(cfg.IBDev, addr, busyPoll)
 	if err != nil {
 		return nil, err
 	}

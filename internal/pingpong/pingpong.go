@@ -72,7 +72,11 @@ func open(cfg Config, c net.Conn) (*session, error) {
 	if cfg.IBPort != 1 {
 		return nil, fmt.Errorf("Couldn't get port info: port %d", cfg.IBPort)
 	}
-	dev, err := oob.OpenDevice(cfg.IBDev, addr)
+	var busyPoll time.Duration // -e sleeps on the CQ: no spinning anywhere
+	if !cfg.Events {
+		busyPoll = oob.BusyPoll
+	}
+	dev, err := oob.OpenDevice(cfg.IBDev, addr, busyPoll)
 	if err != nil {
 		return nil, err
 	}

@@ -49,6 +49,9 @@ type Options struct {
 	SQSigAll bool
 	// CaptureA, if set, receives a pcap of side A's packets.
 	CaptureA io.Writer
+	// BusyPoll is passed to both devices of a UDP pair
+	// (verbs.DeviceConfig.BusyPoll); zero leaves polling off.
+	BusyPoll time.Duration
 }
 
 // Side is one end of a Pair.
@@ -90,7 +93,7 @@ func New(tb testing.TB, o Options) *Pair {
 		cfgA, cfgB = verbs.DeviceConfig{Bind: a}, verbs.DeviceConfig{Bind: b}
 	case UDP:
 		lo := netip.MustParseAddrPort("127.0.0.1:0") // ephemeral ports
-		cfgA, cfgB = verbs.DeviceConfig{Addr: lo}, verbs.DeviceConfig{Addr: lo}
+		cfgA, cfgB = verbs.DeviceConfig{Addr: lo, BusyPoll: o.BusyPoll}, verbs.DeviceConfig{Addr: lo, BusyPoll: o.BusyPoll}
 	}
 	cfgA.Capture = o.CaptureA
 	p.A = newSide(tb, cfgA, &o)
