@@ -195,23 +195,7 @@ func TestUDPTruncatedDropped(t *testing.T) {
 func TestUDPCloseUnblocksRecv(t *testing.T) {
 	leakcheck.Check(t)
 	b := listen(t, loop4)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := b.Recv([]Message{{Buf: make([]byte, 64)}})
-		errc <- err
-	}()
-	time.Sleep(20 * time.Millisecond) // let it block in the poller
-	if err := b.Close(); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-	select {
-	case err := <-errc:
-		if !errors.Is(err, net.ErrClosed) {
-			t.Errorf("blocked Recv returned %v, want net.ErrClosed", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not unblock Recv")
-	}
+	closeEndsRecv(t, b, "blocked")
 	if err := b.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
@@ -316,19 +300,28 @@ func TestUDPBusyPoll(t *testing.T) {
 		t.Fatalf("after polling: %q, %v", m.Buf[:m.N], err)
 	}
 	b.SetBusyPoll(long)
+	closeEndsRecv(t, b, "polling")
+}
+
+// closeEndsRecv closes b while a Recv waits on it, as a blocked or a
+// polling one (what), and checks that the Recv returns net.ErrClosed.
+func closeEndsRecv(t *testing.T, b *UDPBind, what string) {
+	t.Helper()
 	errc := make(chan error, 1)
 	go func() {
 		_, err := b.Recv([]Message{{Buf: make([]byte, 64)}})
 		errc <- err
 	}()
-	time.Sleep(20 * time.Millisecond)
-	b.Close()
+	time.Sleep(20 * time.Millisecond) // let it start waiting
+	if err := b.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
 	select {
 	case err := <-errc:
 		if !errors.Is(err, net.ErrClosed) {
-			t.Errorf("polling Recv returned %v, want net.ErrClosed", err)
+			t.Errorf("%s Recv returned %v, want net.ErrClosed", what, err)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not end a polling Recv")
+		t.Fatalf("Close did not end a %s Recv", what)
 	}
 }
