@@ -38,7 +38,9 @@ func openSession(cfg *Config, c net.Conn, cycleBuffer int) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	var busyPoll time.Duration // the BW tests keep the link busy themselves
+	// The latency tests wait for one packet at a time, where a sleeping
+	// receive loop costs a wake-up each; the BW tests stream.
+	var busyPoll time.Duration
 	if cfg.Test.Lat {
 		busyPoll = oob.BusyPoll
 	}
