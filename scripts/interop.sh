@@ -86,8 +86,7 @@ perftest_ok() {
 
 # summary LOG: the line a matrix row shows (BW average or typical latency).
 summary() {
-	local l
-	local unit kind=typical
+	local l unit kind=typical
 	unit=$(grep -Eo 'BW average\[[^]]*\]' "$1" | head -n 1 | tr -d '[]' || true)
 	grep -q 't_avg\[usec\] *tps' "$1" && kind=average
 	l=$(bw_lines "$1" | tail -n 1 | awk -v u="${unit#BW average}" '{print $4 " " u}')
@@ -181,7 +180,7 @@ for dir in c-server go-server; do
 		run_case "$t" "$dir" -n 300 -A CMP_AND_SWAP
 	done
 	# The other options the tools share: every size (-a), timed runs
-	# (-D), Gb/s units, and -F, which both accept and ignore here.
+	# (-D), Gb/s units, and -F (goverbs accepts it and has no use for it).
 	run_case ib_write_bw "$dir" -a -n 20 --report_gbits
 	run_case ib_read_lat "$dir" -a -n 20
 	run_case ib_send_bw "$dir" -D 2 -s 4096

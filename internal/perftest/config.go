@@ -227,9 +227,6 @@ func (c *Config) check(set map[string]bool, connType string, qps int) error {
 	return nil
 }
 
-// option is one command-line option, registered under its short and its
-// long name (either may be empty) and listed in the usage as perftest
-// lists it.
 // sizeValue parses -s: a number (decimal, 0x hex or 0 octal, as strtol)
 // with an optional K or M suffix.
 type sizeValue struct{ p *int }
