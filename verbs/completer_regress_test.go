@@ -82,7 +82,7 @@ func TestFailedWQEAfterRead(t *testing.T) {
 		t.Logf("WC wrid %d status %v", wc.WRID, wc.Status)
 	}
 	if err != nil {
-		t.Errorf("%v; QP state %v", err, p.A.QP.Query().State)
+		t.Errorf("%v; QP state %v", err, p.A.QP.State())
 	}
 }
 

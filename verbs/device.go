@@ -1,7 +1,6 @@
 package verbs
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -50,9 +49,22 @@ type DeviceConfig struct {
 }
 
 // Device is an open software RDMA device (struct ibv_context).
+//
+// Its objects follow libibverbs' lifecycle: each has Close (io.Closer);
+// closing a PD that still has MRs or QPs, or a CQ that a QP still uses,
+// fails with ErrBusy; closing twice returns nil; using a closed object
+// fails with ErrClosed. Closing the Device itself always succeeds: its
+// QPs stop as if moved to the error state, so every outstanding work
+// request completes with WCWRFlushErr, and then its objects fail with
+// ErrClosed, except Close, which still releases them.
 type Device struct {
 	name string
 	e    *engine.Device
+
+	// mu guards the lifecycle of the device's objects: the closed flags
+	// of PD, CQ, QP and MR, and the counts of what uses a PD or a CQ.
+	mu     sync.Mutex
+	closed bool
 }
 
 var registry struct {
@@ -71,7 +83,7 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 		}
 		b, err := conn.ListenUDP(addr)
 		if err != nil {
-			return nil, fmt.Errorf("open device: %w", err)
+			return nil, errorf("open device", "%w", err)
 		}
 		b.SetBusyPoll(cfg.BusyPoll)
 		bind = b
@@ -86,7 +98,7 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 	e, err := engine.NewDevice(engine.DeviceConfig{Bind: bind, ActiveMTU: ib.ActiveMTU(linkMTU), Capture: cfg.Capture})
 	if err != nil {
 		bind.Close()
-		return nil, fmt.Errorf("open device: %w", err)
+		return nil, errorf("open device", "%w", err)
 	}
 	registry.Lock()
 	defer registry.Unlock()
@@ -110,7 +122,16 @@ func Devices() []*Device {
 func (d *Device) Name() string { return d.name }
 
 // Close stops the device and releases its socket (ibv_close_device).
+// Outstanding work requests complete with WCWRFlushErr; a CQ returns them
+// and then ErrClosed. Closing it again returns nil.
 func (d *Device) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	d.mu.Unlock()
 	registry.Lock()
 	for i, x := range registry.devs {
 		if x == d {
@@ -119,8 +140,8 @@ func (d *Device) Close() error {
 		}
 	}
 	registry.Unlock()
-	if err := d.e.Close(); err != nil && !errors.Is(err, engine.ErrClosed) {
-		return fmt.Errorf("close device %s: %w", d.name, err)
+	if err := d.e.Close(); err != nil {
+		return errorf("close device", "%s: %w", d.name, err)
 	}
 	return nil
 }
@@ -130,25 +151,25 @@ func (d *Device) Addr() netip.AddrPort { return d.e.LocalAddr() }
 
 // Counters returns a snapshot of the device's counters; Counter values
 // index it and name themselves like rxe's hw_counters.
-func (d *Device) Counters() Counters { return d.e.Counters() }
+func (d *Device) Counters() Counters { return Counters(d.e.Counters()) }
 
 // AllocPD allocates a protection domain (ibv_alloc_pd).
 func (d *Device) AllocPD() (*PD, error) {
 	id, err := d.e.AllocPD()
 	if err != nil {
-		return nil, fmt.Errorf("alloc PD: %w", err)
+		return nil, errorf("alloc PD", "device %s: %w", d.name, err)
 	}
 	return &PD{dev: d, id: id}, nil
 }
 
 // CreateCQ creates a completion queue with room for at least cqe
-// completions (ibv_create_cq).
+// completions, 1..DeviceAttr.MaxCQE (ibv_create_cq).
 func (d *Device) CreateCQ(cqe int) (*CQ, error) {
 	c, err := d.e.CreateCQ(cqe)
 	if err != nil {
-		return nil, err
+		return nil, errorf("create CQ", "device %s: %w", d.name, err)
 	}
-	return &CQ{c: c}, nil
+	return &CQ{dev: d, c: c}, nil
 }
 
 // ParseAddr parses a device address written "IP" or "IP:port" (IPv6 as
@@ -159,7 +180,7 @@ func ParseAddr(s string) (netip.AddrPort, error) {
 	}
 	a, err := netip.ParseAddr(s)
 	if err != nil {
-		return netip.AddrPort{}, fmt.Errorf("invalid device address %q: want IP or IP:port", s)
+		return netip.AddrPort{}, errorf("parse address", "%w: %q: want IP or IP:port", ErrInvalidArgument, s)
 	}
 	return netip.AddrPortFrom(a, 4791), nil
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/goverbs/goverbs/internal/engine"
 	"github.com/goverbs/goverbs/verbs"
 	"github.com/goverbs/goverbs/verbs/verbstest"
 )
@@ -63,7 +62,7 @@ func TestRemoteAccessErrors(t *testing.T) {
 					t.Errorf("requester QP in %v, want ERR", p.A.QP.State())
 				}
 				waitState(t, p.B.QP, verbs.QPStateErr)
-				if got := p.B.Dev.Counters().Get(engine.NAKSent); got != 1 {
+				if got := p.B.Dev.Counters().Get(verbs.NAKSent); got != 1 {
 					t.Errorf("responder sent %d NAKs, want 1", got)
 				}
 			})
@@ -168,10 +167,10 @@ func TestRNRRetryExceeded(t *testing.T) {
 	if wc := verbstest.MustPoll(t, p.A.SendCQ, 1)[0]; wc.WRID != 3 || wc.Status != verbs.WCRNRRetryExcErr {
 		t.Fatalf("completion %+v, want RNR retry exceeded", wc)
 	}
-	if n := p.B.Dev.Counters().Get(engine.SendRNRErr); n != 1 {
+	if n := p.B.Dev.Counters().Get(verbs.SendRNRErr); n != 1 {
 		t.Errorf("responder sent %d RNR NAKs, want 1", n)
 	}
-	if n := p.A.Dev.Counters().Get(engine.RetryRNRExceededErr); n != 1 {
+	if n := p.A.Dev.Counters().Get(verbs.RetryRNRExceededErr); n != 1 {
 		t.Errorf("retry_rnr_exceeded_err = %d, want 1", n)
 	}
 }
@@ -184,7 +183,7 @@ func TestRNRRecovers(t *testing.T) {
 	p := verbstest.New(t, verbstest.Options{Connect: &o})
 	src, dst := p.A.Buffer(t, 10000, 9), p.B.Buffer(t, 10000, 0)
 	post(t, p.A.QP, &verbs.SendWR{WRID: 1, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGList: []verbs.SGE{src.SGE(0, 10000)}})
-	for p.B.Dev.Counters().Get(engine.SendRNRErr) == 0 {
+	for p.B.Dev.Counters().Get(verbs.SendRNRErr) == 0 {
 		sleepBriefly()
 	}
 	postRecv(t, p.B.QP, &verbs.RecvWR{WRID: 2, SGList: []verbs.SGE{dst.SGE(0, 10000)}})
@@ -213,9 +212,9 @@ func TestPeerVanished(t *testing.T) {
 	}
 	expectFlushed(t, p.A.SendCQ, 5)
 	c := p.A.Dev.Counters()
-	if c.Get(engine.CompleterRetryErr) != 3 || c.Get(engine.RetryExceededErr) != 1 || c.Get(engine.LocalACKTimeout) != 4 {
-		t.Errorf("retries %d, exceeded %d, timeouts %d; want 3, 1, 4", c.Get(engine.CompleterRetryErr),
-			c.Get(engine.RetryExceededErr), c.Get(engine.LocalACKTimeout))
+	if c.Get(verbs.CompleterRetryErr) != 3 || c.Get(verbs.RetryExceededErr) != 1 || c.Get(verbs.LocalACKTimeout) != 4 {
+		t.Errorf("retries %d, exceeded %d, timeouts %d; want 3, 1, 4", c.Get(verbs.CompleterRetryErr),
+			c.Get(verbs.RetryExceededErr), c.Get(verbs.LocalACKTimeout))
 	}
 }
 

@@ -4,33 +4,34 @@ import (
 	"fmt"
 
 	"github.com/goverbs/goverbs/internal/engine"
-	"github.com/goverbs/goverbs/internal/ib"
 )
 
-// DeviceAttr are device capabilities (a subset of struct ibv_device_attr).
+// DeviceAttr are device capabilities (a subset of struct ibv_device_attr,
+// same names), returned by Device.Query. The limits are enforced when
+// objects are created and requests posted.
 type DeviceAttr struct {
-	FWVer           string
-	NodeGUID        uint64
-	SysImageGUID    uint64
-	MaxMRSize       uint64
-	PageSizeCap     uint64
-	VendorID        uint32
+	FWVer           string // firmware version, "0.0.0"
+	NodeGUID        uint64 // derived from the device's IP address, as rxe derives it from the MAC
+	SysImageGUID    uint64 // the node GUID
+	MaxMRSize       uint64 // largest memory region
+	PageSizeCap     uint64 // supported page sizes
+	VendorID        uint32 // IEEE vendor ID (0xffffff, as rxe)
 	VendorPartID    uint32
 	HWVer           uint32
-	MaxQP           int
-	MaxQPWR         int
-	MaxSGE          int
-	MaxCQ           int
-	MaxCQE          int
-	MaxMR           int
-	MaxPD           int
-	MaxQPRdAtom     int
-	MaxQPInitRdAtom int
-	MaxInlineData   int
-	AtomicCapHCA    bool
-	PhysPortCnt     int
+	MaxQP           int  // QPs per device
+	MaxQPWR         int  // QPCap.MaxSendWR and MaxRecvWR
+	MaxSGE          int  // QPCap.MaxSendSGE and MaxRecvSGE
+	MaxCQ           int  // CQs per device
+	MaxCQE          int  // entries per CQ
+	MaxMR           int  // memory regions per device
+	MaxPD           int  // PDs per device
+	MaxQPRdAtom     int  // QPAttr.MaxDestRdAtomic
+	MaxQPInitRdAtom int  // QPAttr.MaxRdAtomic
+	MaxInlineData   int  // QPCap.MaxInlineData
+	AtomicCapHCA    bool // atomics are atomic with respect to this device's other accesses (IBV_ATOMIC_HCA)
+	PhysPortCnt     int  // ports: 1
 	LocalCAAckDelay uint8
-	MaxMessageSize  uint64
+	MaxMessageSize  uint64 // longest message (ibv_port_attr.max_msg_sz)
 }
 
 // PortState is a port state (enum ibv_port_state).
@@ -38,10 +39,11 @@ type PortState uint8
 
 // Port states.
 const (
-	PortDown   PortState = 1
-	PortActive PortState = 4
+	PortDown   PortState = 1 // IBV_PORT_DOWN
+	PortActive PortState = 4 // IBV_PORT_ACTIVE
 )
 
+// String returns the libibverbs name without its prefix ("PORT_ACTIVE").
 func (s PortState) String() string {
 	switch s {
 	case PortDown:
@@ -52,16 +54,17 @@ func (s PortState) String() string {
 	return fmt.Sprintf("PORT_STATE_%d", uint8(s))
 }
 
-// PortAttr are port attributes (a subset of struct ibv_port_attr).
+// PortAttr are port attributes (a subset of struct ibv_port_attr, same
+// names), returned by Device.QueryPort.
 type PortAttr struct {
-	State       PortState
-	MaxMTU      MTU
-	ActiveMTU   MTU
-	GIDTblLen   int
-	PKeyTblLen  int
-	MaxMsgSz    uint64
-	LinkLayer   string // "Ethernet"
-	ActiveSpeed string
+	State       PortState // PortActive, PortDown once the device is closed
+	MaxMTU      MTU       // MTU4096
+	ActiveMTU   MTU       // the largest QPAttr.PathMTU: DeviceConfig.LinkMTU − 80 rounded down, as rxe
+	GIDTblLen   int       // GIDs: 1, the device's IP address
+	PKeyTblLen  int       // P_Keys: 1, the default 0xFFFF
+	MaxMsgSz    uint64    // longest message
+	LinkLayer   string    // "Ethernet"
+	ActiveSpeed string    // "" (a software device has no link speed)
 }
 
 // Query returns the device attributes (ibv_query_device).
@@ -91,13 +94,17 @@ func (d *Device) guid() uint64 {
 }
 
 // QueryPort returns the attributes of port 1, the only port
-// (ibv_query_port).
+// (ibv_query_port). The port is down once the device is closed.
 func (d *Device) QueryPort(port uint8) (PortAttr, error) {
 	if port != 1 {
-		return PortAttr{}, fmt.Errorf("query port %d: %w (the device has port 1)", port, ErrInvalidArgument)
+		return PortAttr{}, errorf("query port", "port %d: %w (the device has port 1)", port, ErrInvalidArgument)
+	}
+	state := PortActive
+	if d.e.Closed() {
+		state = PortDown
 	}
 	return PortAttr{
-		State: PortActive, MaxMTU: ib.MTU4096, ActiveMTU: d.e.ActiveMTU(),
+		State: state, MaxMTU: MTU4096, ActiveMTU: MTU(d.e.ActiveMTU()),
 		GIDTblLen: 1, PKeyTblLen: 1, MaxMsgSz: engine.MaxMsgSize, LinkLayer: "Ethernet",
 	}, nil
 }
@@ -106,7 +113,7 @@ func (d *Device) QueryPort(port uint8) (PortAttr, error) {
 // The table holds one RoCEv2 GID, the device's IP address.
 func (d *Device) QueryGID(port uint8, index int) (GID, error) {
 	if port != 1 || index != 0 {
-		return GID{}, fmt.Errorf("query GID port %d index %d: %w", port, index, ErrInvalidArgument)
+		return GID{}, errorf("query GID", "port %d index %d: %w (the device has port 1 with one GID, index 0)", port, index, ErrInvalidArgument)
 	}
-	return d.e.GID(), nil
+	return GID(d.e.GID()), nil
 }

@@ -105,10 +105,10 @@ func openEndpoint(cfg demoConfig, capture io.Writer) (*endpoint, error) {
 }
 
 func (e *endpoint) close() {
-	e.qp.Destroy()
-	e.buf.Dereg()
-	e.word.Dereg()
-	e.mem.Free()
+	e.qp.Close()
+	e.buf.Close()
+	e.word.Close()
+	e.mem.Close()
 	e.dev.Close()
 }
 

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/goverbs/goverbs/internal/queue"
 )
@@ -14,13 +16,16 @@ var ErrCQOverrun = errors.New("completion queue overrun: completions were lost")
 // CQ is a completion queue: a ring of work completions filled by QP turns
 // and drained by Poll.
 type CQ struct {
-	dev  *Device
-	mu   sync.Mutex // serialises producers (QP turns of several QPs)
+	dev *Device
+	mu  sync.Mutex // serialises producers (QP turns of several QPs)
+	// ring is replaced by Resize, holding both mu and pollMu.
 	ring *queue.Ring[WC]
 	// overrun is set under mu when a completion did not fit.
 	overrun bool
 	pollMu  sync.Mutex // serialises consumers
 	notify  chan struct{}
+	// closed is set by Close; Poll and Resize then fail with ErrClosed.
+	closed atomic.Bool
 }
 
 func newCQ(d *Device, n int) *CQ {
@@ -28,7 +33,42 @@ func newCQ(d *Device, n int) *CQ {
 }
 
 // Cap returns the number of completions the CQ holds.
-func (cq *CQ) Cap() int { return cq.ring.Cap() }
+func (cq *CQ) Cap() int {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	return cq.ring.Cap()
+}
+
+// Close makes later Polls fail with ErrClosed. The caller makes sure no QP
+// completes into the CQ any more (ibv_destroy_cq refuses with EBUSY).
+func (cq *CQ) Close() { cq.closed.Store(true) }
+
+// Resize gives the CQ room for at least n completions, keeping the ones it
+// holds (ibv_resize_cq). It fails if n is out of range or smaller than the
+// number of completions waiting.
+func (cq *CQ) Resize(n int) error {
+	if n < 1 || n > MaxCQE {
+		return fmt.Errorf("%w: %d entries, must be 1..%d", ErrInvalidArg, n, MaxCQE)
+	}
+	cq.pollMu.Lock()
+	defer cq.pollMu.Unlock()
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.closed.Load() {
+		return ErrClosed
+	}
+	if held := cq.ring.Len(); n < held {
+		return fmt.Errorf("%w: %d entries, but %d completions are waiting", ErrInvalidArg, n, held)
+	}
+	r := queue.New[WC](n)
+	for s := cq.ring.Peek(); s != nil; s = cq.ring.Peek() {
+		*r.Reserve() = *s
+		r.Commit()
+		cq.ring.Pop()
+	}
+	cq.ring = r
+	return nil
+}
 
 // push adds a completion; it reports false and marks the CQ in error if
 // the ring is full.
@@ -52,8 +92,14 @@ func (cq *CQ) push(wc *WC) bool {
 }
 
 // Poll moves up to len(wcs) completions into wcs and returns how many. After
-// an overrun it keeps returning the completions it has, then ErrCQOverrun.
+// an overrun it keeps returning the completions it has, then ErrCQOverrun;
+// once the device is closed, the same with ErrClosed, so a poller drains
+// the flush completions of the close and then learns why no more come. A
+// closed CQ returns ErrClosed at once.
 func (cq *CQ) Poll(wcs []WC) (int, error) {
+	if cq.closed.Load() {
+		return 0, ErrClosed
+	}
 	cq.pollMu.Lock()
 	defer cq.pollMu.Unlock()
 	n := 0
@@ -72,6 +118,9 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 		cq.mu.Unlock()
 		if over {
 			return 0, ErrCQOverrun
+		}
+		if cq.dev.Dead() {
+			return 0, ErrClosed
 		}
 	}
 	return n, nil

@@ -61,11 +61,15 @@ type Device struct {
 	closed  bool
 
 	stop chan struct{}
+	// dead is closed when Close has flushed every QP: from then on the
+	// CQs hold all the completions there will ever be.
+	dead chan struct{}
 	wg   sync.WaitGroup
 }
 
-// ErrClosed is returned by operations on a closed device.
-var ErrClosed = errors.New("device closed")
+// ErrClosed is returned by operations on a closed object: a destroyed QP,
+// a closed CQ, or anything of a closed device.
+var ErrClosed = errors.New("closed")
 
 // NewDevice starts a device on cfg.Bind.
 func NewDevice(cfg DeviceConfig) (*Device, error) {
@@ -93,6 +97,7 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 		nextQPN:   firstQPN,
 		nextPD:    1,
 		stop:      make(chan struct{}),
+		dead:      make(chan struct{}),
 	}
 	if cfg.Capture != nil {
 		t, err := newTap(cfg.Capture)
@@ -140,13 +145,38 @@ func (d *Device) AllocPD() (uint32, error) {
 // CreateCQ creates a completion queue with room for at least n entries.
 func (d *Device) CreateCQ(n int) (*CQ, error) {
 	if n < 1 || n > MaxCQE {
-		return nil, fmt.Errorf("create CQ: %d entries, must be 1..%d", n, MaxCQE)
+		return nil, fmt.Errorf("%w: %d entries, must be 1..%d", ErrInvalidArg, n, MaxCQE)
+	}
+	if d.Closed() {
+		return nil, ErrClosed
 	}
 	return newCQ(d, n), nil
 }
 
-// Close stops the device: its goroutines end, its QPs stop, the bind is
-// closed. Memory regions stay valid until deregistered.
+// Closed reports whether Close was called.
+func (d *Device) Closed() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.closed
+}
+
+// Done returns a channel that is closed once Close has flushed every QP.
+func (d *Device) Done() <-chan struct{} { return d.dead }
+
+// Dead reports whether Done is closed.
+func (d *Device) Dead() bool {
+	select {
+	case <-d.dead:
+		return true
+	default:
+		return false
+	}
+}
+
+// Close stops the device: its goroutines end, the bind is closed, and its
+// QPs stop as if moved to the error state: what they hold completes with
+// WR_FLUSH_ERR (IBA 10.3.1) and later posts fail with ErrClosed. Memory
+// regions stay valid until deregistered.
 func (d *Device) Close() error {
 	d.mu.Lock()
 	if d.closed {
@@ -159,8 +189,9 @@ func (d *Device) Close() error {
 	err := d.bind.Close()
 	d.wg.Wait()
 	for _, qp := range *d.qps.Load() {
-		qp.shutdown()
+		qp.shutdown(true)
 	}
+	close(d.dead)
 	return err
 }
 
@@ -177,7 +208,7 @@ func (d *Device) addQP(qp *QP) error {
 	}
 	old := *d.qps.Load()
 	if len(old) >= MaxQP {
-		return fmt.Errorf("create QP: %d QPs exist, the maximum", len(old))
+		return fmt.Errorf("%d QPs exist, the maximum", len(old))
 	}
 	for old[d.nextQPN] != nil || d.nextQPN < firstQPN {
 		d.nextQPN = (d.nextQPN + 1) & 0xffffff

@@ -13,7 +13,7 @@ import (
 // required/optional attribute sets of IBA 10.3.1 (ROCEV2.md §11).
 func (qp *QP) Modify(attr *QPAttr, mask ib.QPAttrMask) error {
 	if err := qp.modify(attr, mask); err != nil {
-		return fmt.Errorf("modify QP 0x%06x: %w", qp.qpn, err)
+		return err
 	}
 	qp.task.schedule()
 	return nil
@@ -23,7 +23,7 @@ func (qp *QP) modify(attr *QPAttr, mask ib.QPAttrMask) error {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
 	if qp.destroyed {
-		return ErrQPState
+		return ErrClosed
 	}
 	cur := qp.State()
 	next := cur
@@ -31,7 +31,7 @@ func (qp *QP) modify(attr *QPAttr, mask ib.QPAttrMask) error {
 		next = attr.State
 	}
 	if mask&ib.QPAttrCurState != 0 && attr.CurState != cur {
-		return fmt.Errorf("%w: current state is %v, not %v", ErrInvalidAttr, cur, attr.CurState)
+		return fmt.Errorf("%w: current state is %v, not %v", ErrInvalidArg, cur, attr.CurState)
 	}
 	if err := ib.CheckTransition(qp.typ, cur, next, mask); err != nil {
 		return err
@@ -63,7 +63,7 @@ func (qp *QP) modify(attr *QPAttr, mask ib.QPAttrMask) error {
 // checkValues validates the attribute values the mask names (rxe_qp.c
 // rxe_qp_chk_attr and ib_modify_qp_is_ok).
 func (qp *QP) checkValues(a *QPAttr, mask ib.QPAttrMask) error {
-	bad := func(what string, v any) error { return fmt.Errorf("%w: %s %v", ErrInvalidAttr, what, v) }
+	bad := func(what string, v any) error { return fmt.Errorf("%w: %s %v", ErrInvalidArg, what, v) }
 	if mask&ib.QPAttrPort != 0 && a.PortNum != 1 {
 		return bad("port", a.PortNum)
 	}

@@ -5,26 +5,22 @@ import (
 	"github.com/goverbs/goverbs/internal/mem"
 )
 
-// PostError reports which work request of a chain failed to post; the ones
-// before it were posted.
-type PostError struct {
-	Index int // position in the chain
-	Err   error
-}
-
-func (e *PostError) Error() string { return e.Err.Error() }
-func (e *PostError) Unwrap() error { return e.Err }
-
 // PostSend queues a chain of send work requests (ibv_post_send). It fails
-// only for immediate faults: the QP state, a full queue, or a malformed
-// request; everything else is reported by a completion.
-func (qp *QP) PostSend(wr *SendWR) error {
+// only for immediate faults: a closed QP, the QP state, a full queue, or a
+// malformed request; everything else is reported by a completion. On
+// failure bad is the position in the chain of the request that was not
+// posted (those before it were) and err a sentinel, bare so that failing
+// costs no allocation here; the verbs layer says which verb failed.
+func (qp *QP) PostSend(wr *SendWR) (bad int, err error) {
 	qp.sqMu.Lock()
+	if qp.closed.Load() {
+		qp.sqMu.Unlock()
+		return 0, ErrClosed
+	}
 	if qp.State() < ib.QPStateRTS {
 		qp.sqMu.Unlock()
-		return ErrQPState
+		return 0, ErrQPState
 	}
-	var err error
 	i := 0
 	for ; wr != nil; wr, i = wr.Next, i+1 {
 		if err = qp.checkSendWR(wr); err != nil {
@@ -44,10 +40,7 @@ func (qp *QP) PostSend(wr *SendWR) error {
 	if i > 0 {
 		qp.task.schedule()
 	}
-	if err != nil {
-		return &PostError{Index: i, Err: err}
-	}
-	return nil
+	return i, err
 }
 
 // maxReadPSNs bounds the response packets of one READ.
@@ -63,6 +56,9 @@ func (qp *QP) checkSendWR(wr *SendWR) error {
 	}
 	if len(wr.SGList) > int(qp.cap.MaxSendSGE) {
 		return ErrTooManySGE
+	}
+	if err := checkLKeys(wr.SGList); err != nil {
+		return err
 	}
 	var n uint64
 	for i := range wr.SGList {
@@ -128,18 +124,25 @@ func (qp *QP) fillSendWQE(w *sendWQE, wr *SendWR) error {
 	return nil
 }
 
-// PostRecv queues a chain of receive work requests (ibv_post_recv).
-func (qp *QP) PostRecv(wr *RecvWR) error {
+// PostRecv queues a chain of receive work requests (ibv_post_recv); it
+// fails and reports like PostSend.
+func (qp *QP) PostRecv(wr *RecvWR) (bad int, err error) {
 	qp.rqMu.Lock()
+	if qp.closed.Load() {
+		qp.rqMu.Unlock()
+		return 0, ErrClosed
+	}
 	if qp.State() == ib.QPStateReset {
 		qp.rqMu.Unlock()
-		return ErrQPState
+		return 0, ErrQPState
 	}
-	var err error
 	i := 0
 	for ; wr != nil; wr, i = wr.Next, i+1 {
 		if len(wr.SGList) > int(qp.cap.MaxRecvSGE) {
 			err = ErrTooManySGE
+			break
+		}
+		if err = checkLKeys(wr.SGList); err != nil {
 			break
 		}
 		w := qp.rq.Reserve()
@@ -159,8 +162,17 @@ func (qp *QP) PostRecv(wr *RecvWR) error {
 	if i > 0 && qp.State() == ib.QPStateErr {
 		qp.task.schedule() // flush them
 	}
-	if err != nil {
-		return &PostError{Index: i, Err: err}
+	return i, err
+}
+
+// checkLKeys refuses an SGE with lkey 0 at post time: no region has that
+// key, and the verbs layer gives it to a range outside its region, so the
+// mistake surfaces as a post error rather than as a completion status.
+func checkLKeys(sges []SGE) error {
+	for i := range sges {
+		if sges[i].LKey == 0 {
+			return ErrInvalidSGE
+		}
 	}
 	return nil
 }

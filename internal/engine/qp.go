@@ -54,10 +54,15 @@ type QP struct {
 	xmit      xmitBatch
 	timerAt   time.Time // deadline registered with the device timer
 	destroyed bool
+
+	// closed is set, holding sqMu and rqMu, when the QP is destroyed or
+	// its device closes; posts check it under their queue lock, so a post
+	// either lands before the flush or fails with ErrClosed.
+	closed atomic.Bool
 }
 
 // Errors of QP verbs. Posting errors are sentinels; PostSend and PostRecv
-// wrap them in a PostError that says which request of a chain failed.
+// return them with the index of the request of a chain that failed.
 var (
 	ErrQPState       = errors.New("QP state does not allow this")
 	ErrQueueFull     = errors.New("work queue full")
@@ -69,7 +74,8 @@ var (
 	ErrInlineSize    = errors.New("inline data larger than max_inline_data")
 	ErrInlineOpcode  = errors.New("inline data only with SEND and RDMA WRITE")
 	ErrInlineAccess  = errors.New("inline data outside a registered region")
-	ErrInvalidAttr   = errors.New("invalid attribute value")
+	ErrInvalidSGE    = errors.New("SGE with lkey 0, which names no memory region")
+	ErrInvalidArg    = errors.New("invalid argument")
 	ErrNotSupported  = errors.New("not supported")
 	ErrBadCapability = errors.New("QP capability out of range")
 )
@@ -77,15 +83,23 @@ var (
 // CreateQP creates a QP in the RESET state in protection domain pd.
 func (d *Device) CreateQP(pd uint32, init *QPInitAttr) (*QP, error) {
 	if init.Type != ib.QPTypeRC {
-		return nil, fmt.Errorf("create QP: type %v: %w", init.Type, ErrNotSupported)
+		return nil, fmt.Errorf("type %v: %w", init.Type, ErrNotSupported)
 	}
 	if init.SendCQ == nil || init.RecvCQ == nil {
-		return nil, fmt.Errorf("create QP: send and receive CQs are required: %w", ErrInvalidAttr)
+		return nil, fmt.Errorf("%w: send and receive CQs are required", ErrInvalidArg)
+	}
+	// A QP completes into its own device's CQs only: a CQ of another
+	// device would keep receiving completions after that device closed.
+	if init.SendCQ.dev != d || init.RecvCQ.dev != d {
+		return nil, fmt.Errorf("%w: CQ belongs to another device", ErrInvalidArg)
+	}
+	if init.SendCQ.closed.Load() || init.RecvCQ.closed.Load() {
+		return nil, fmt.Errorf("CQ: %w", ErrClosed)
 	}
 	c := init.Cap
 	if c.MaxSendWR == 0 || c.MaxSendWR > MaxQPWR || c.MaxRecvWR == 0 || c.MaxRecvWR > MaxQPWR ||
 		c.MaxSendSGE > MaxSGE || c.MaxRecvSGE > MaxSGE || c.MaxInlineData > MaxInlineData {
-		return nil, fmt.Errorf("create QP: %+v: %w (WRs 1..%d, SGEs ≤ %d, inline ≤ %d)",
+		return nil, fmt.Errorf("%+v: %w (WRs 1..%d, SGEs ≤ %d, inline ≤ %d)",
 			c, ErrBadCapability, MaxQPWR, MaxSGE, MaxInlineData)
 	}
 	c.MaxSendSGE = max(c.MaxSendSGE, 1)
@@ -150,21 +164,38 @@ func (qp *QP) handoff() {
 	}
 }
 
-// Destroy removes the QP: it receives nothing more and its work requests are
-// dropped without completions (ibv_destroy_qp).
-func (qp *QP) Destroy() error {
+// Destroy removes the QP: it receives nothing more, its work requests are
+// dropped without completions (ibv_destroy_qp), and later posts fail with
+// ErrClosed. Destroying it again does nothing.
+func (qp *QP) Destroy() {
 	qp.dev.removeQP(qp)
 	qp.dev.timers.remove(qp)
-	qp.shutdown()
-	return nil
+	qp.shutdown(false)
 }
 
-// shutdown stops the QP and frees queued packets.
-func (qp *QP) shutdown() {
+// Closed reports whether the QP was destroyed or its device closed.
+func (qp *QP) Closed() bool { return qp.closed.Load() }
+
+// shutdown stops the QP and frees queued packets. With flush, what the
+// queues hold completes with WR_FLUSH_ERR first, as when the QP enters the
+// error state (IBA 10.3.1): that is what a closing device owes the work
+// posted to it; a destroyed QP owes nothing.
+func (qp *QP) shutdown(flush bool) {
+	qp.sqMu.Lock()
+	qp.rqMu.Lock()
+	qp.closed.Store(true)
+	qp.rqMu.Unlock()
+	qp.sqMu.Unlock()
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
+	if qp.destroyed {
+		return
+	}
 	qp.destroyed = true
 	qp.state.Store(uint32(ib.QPStateErr))
+	if flush {
+		qp.flush()
+	}
 	qp.dropInbound()
 	qp.xmit.discard()
 	qp.dev.timers.remove(qp) // a turn that ran before may have re-armed it

@@ -87,7 +87,7 @@ func (r *fuzzRig) connect(tb testing.TB) {
 	buf := r.region[:512]
 	_ = buf
 	rw := &RecvWR{SGList: []SGE{{Addr: mem.AddrOf(r.region), Length: 512, LKey: ib.LKey(r.key)}}}
-	if err := qp.PostRecv(rw); err != nil {
+	if _, err := qp.PostRecv(rw); err != nil {
 		tb.Fatal(err)
 	}
 }

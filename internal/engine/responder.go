@@ -261,7 +261,7 @@ func (qp *QP) respFail(e respError, psn wire.PSN) {
 	qp.sendACK(wire.NAKSyndrome(c.nak), psn)
 	qp.dev.counters.inc(NAKSent)
 	if qp.resp.haveWQE {
-		wc := WC{WRID: qp.resp.wqe.wrID, Status: c.status, QPNum: ib.QPN(qp.qpn)}
+		wc := WC{WRID: qp.resp.wqe.wrID, Status: c.status, Opcode: ib.WCRecv, QPNum: ib.QPN(qp.qpn)}
 		qp.recvCQ.push(&wc)
 		qp.resp.haveWQE = false
 	}

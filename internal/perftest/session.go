@@ -165,13 +165,13 @@ func isMapped(g [16]byte) bool {
 
 func (s *session) close() {
 	if s.qp != nil {
-		s.qp.Destroy()
+		s.qp.Close()
 	}
 	if s.mr != nil {
-		s.mr.Dereg()
+		s.mr.Close()
 	}
 	s.dev.Close()
 	if s.buf != nil {
-		s.buf.Free()
+		s.buf.Close()
 	}
 }

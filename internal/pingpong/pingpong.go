@@ -121,10 +121,10 @@ func (s *session) fail(msg string, err error) error {
 
 func (s *session) close() {
 	if s.qp != nil {
-		s.qp.Destroy()
+		s.qp.Close()
 	}
 	if s.mr != nil {
-		s.mr.Dereg()
+		s.mr.Close()
 	}
 	s.dev.Close()
 }

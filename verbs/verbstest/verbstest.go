@@ -206,7 +206,7 @@ func (s *Side) Buffer(tb testing.TB, n int, seed byte) *verbs.MR {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { mr.Dereg() })
+	tb.Cleanup(func() { mr.Close() })
 	return mr
 }
 

@@ -1,0 +1,104 @@
+package verbs
+
+import (
+	"context"
+	"errors"
+	"runtime"
+
+	"github.com/goverbs/goverbs/internal/engine"
+)
+
+// CQ is a completion queue (struct ibv_cq).
+type CQ struct {
+	dev *Device
+	c   *engine.CQ
+
+	// Guarded by dev.mu.
+	closed bool
+	qps    int // open QPs completing into the CQ, once per queue
+}
+
+// Poll's errors, built once so a failing poll allocates nothing either.
+var (
+	errPollOverrun = errorf("poll CQ", "%w", ErrCQOverrun)
+	errPollClosed  = errorf("poll CQ", "%w", ErrClosed)
+)
+
+// Poll moves up to len(wcs) completions into wcs and returns how many
+// (ibv_poll_cq). It returns an error only when none are left to return
+// and none will come: after completions were lost because the CQ was full
+// (ErrCQOverrun), and once the CQ or its device is closed (ErrClosed; a
+// closed device's CQ first returns the flush completions of the close).
+func (cq *CQ) Poll(wcs []WC) (int, error) {
+	n, err := cq.c.Poll(engineWCs(wcs))
+	switch {
+	case err == nil:
+		return n, nil
+	case errors.Is(err, ErrCQOverrun):
+		return n, errPollOverrun
+	}
+	return n, errPollClosed
+}
+
+// Notify returns a channel that receives a value after new completions
+// arrive, for waiting without spinning; poll again after each wake-up. It
+// does not wake for a closing device: Wait does.
+func (cq *CQ) Notify() <-chan struct{} { return cq.c.Notify() }
+
+// spinPolls is how many empty polls Wait makes, yielding the processor
+// between them, before it sleeps on Notify. The NIC is goroutines of this
+// process, so a poller that never yields delays the very packets it waits
+// for (measured against rxe on two cores: a 3.4 ms median ACK delay).
+const spinPolls = 64
+
+// Wait is Poll that returns only with at least one completion, an error
+// (ErrClosed once the device is closed and its completions are drained),
+// or, once ctx is done, ctx's error. It spins briefly before it sleeps.
+func (cq *CQ) Wait(ctx context.Context, wcs []WC) (int, error) {
+	for i := 0; ; i++ {
+		n, err := cq.Poll(wcs)
+		if n > 0 || err != nil {
+			return n, err
+		}
+		if i < spinPolls {
+			runtime.Gosched()
+			continue
+		}
+		select {
+		case <-cq.Notify():
+		case <-cq.dev.e.Done():
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+}
+
+// Cap returns the number of completions the CQ holds.
+func (cq *CQ) Cap() int { return cq.c.Cap() }
+
+// Resize gives the CQ room for at least cqe completions, keeping those it
+// holds (ibv_resize_cq). It fails with ErrInvalidArgument if cqe is out of
+// range or fewer than the completions waiting.
+func (cq *CQ) Resize(cqe int) error {
+	if err := cq.c.Resize(cqe); err != nil {
+		return errorf("resize CQ", "%w", err)
+	}
+	return nil
+}
+
+// Close destroys the CQ (ibv_destroy_cq). It fails with ErrBusy while a
+// QP completes into it; completions it still holds are discarded. Closing
+// it again returns nil.
+func (cq *CQ) Close() error {
+	cq.dev.mu.Lock()
+	defer cq.dev.mu.Unlock()
+	if cq.closed {
+		return nil
+	}
+	if cq.qps > 0 {
+		return errorf("destroy CQ", "%w: %d QP queues complete into it", ErrBusy, cq.qps)
+	}
+	cq.closed = true
+	cq.c.Close()
+	return nil
+}

@@ -1,0 +1,282 @@
+package verbs
+
+import (
+	"net/netip"
+
+	"github.com/goverbs/goverbs/internal/ib"
+)
+
+// The identifiers and enumerations of libibverbs. Each is a type of this
+// package with the libibverbs values; the engine keeps its own copy in an
+// internal package, so the constants below are defined from it and the
+// String methods are its.
+
+// QPN is a queue pair number (ibv_qp.qp_num): 24 bits on the wire, user QPs
+// numbered from 0x11 as rxe does.
+type QPN uint32
+
+// LKey is a local memory key (ibv_mr.lkey): it names the memory region of a
+// scatter/gather element. It never goes on the wire, and 0 names no region.
+type LKey uint32
+
+// RKey is a remote memory key (ibv_mr.rkey): a peer puts it in RDMA and
+// atomic work requests (SendWR.RKey) to name the target region.
+type RKey uint32
+
+// GID is a 16-byte global identifier (union ibv_gid). On RoCEv2 a GID is an
+// IP address: IPv6 as is, IPv4 a.b.c.d as the IPv4-mapped ::ffff:a.b.c.d.
+type GID [16]byte
+
+// GIDFromAddr returns the RoCEv2 GID of an IP address (IPv4 addresses
+// become IPv4-mapped IPv6 addresses; the zero Addr gives the zero GID).
+func GIDFromAddr(a netip.Addr) GID { return GID(ib.GIDFromAddr(a)) }
+
+// Addr returns the IP address g stands for: IPv4 for an IPv4-mapped GID.
+func (g GID) Addr() netip.Addr { return ib.GID(g).Addr() }
+
+// String returns g as inet_ntop writes an IPv6 address, IPv4-mapped GIDs
+// in mixed notation ("::ffff:10.0.0.2").
+func (g GID) String() string { return ib.GID(g).String() }
+
+// IsZero reports whether g is all zeros, the unset GID.
+func (g GID) IsZero() bool { return g == GID{} }
+
+// MTU is an IB path MTU (enum ibv_mtu): the most payload bytes one packet
+// carries. PortAttr.ActiveMTU is the largest a path may use.
+type MTU uint8
+
+// MTU values (IBV_MTU_256 … IBV_MTU_4096).
+const (
+	MTU256  MTU = MTU(ib.MTU256)  // IBV_MTU_256
+	MTU512  MTU = MTU(ib.MTU512)  // IBV_MTU_512
+	MTU1024 MTU = MTU(ib.MTU1024) // IBV_MTU_1024
+	MTU2048 MTU = MTU(ib.MTU2048) // IBV_MTU_2048
+	MTU4096 MTU = MTU(ib.MTU4096) // IBV_MTU_4096
+)
+
+// Bytes returns the payload size m stands for (MTU1024 → 1024), or 0 for a
+// value that is not an MTU.
+func (m MTU) Bytes() int { return ib.MTU(m).Bytes() }
+
+// String returns the size in bytes ("1024"), or "MTU(n)" for an invalid m.
+func (m MTU) String() string { return ib.MTU(m).String() }
+
+// MTUFromBytes returns the MTU of exactly n bytes, and false when n is not
+// 256, 512, 1024, 2048 or 4096.
+func MTUFromBytes(n int) (MTU, bool) {
+	m, ok := ib.MTUFromBytes(n)
+	return MTU(m), ok
+}
+
+// AccessFlags are the access rights of a memory region (PD.RegMR) or of a
+// QP's responder (QPAttr.AccessFlags) (enum ibv_access_flags). Local read
+// is always allowed and has no flag.
+type AccessFlags uint32
+
+// Access flags. A memory region honours the first four; REMOTE_WRITE and
+// REMOTE_ATOMIC need LOCAL_WRITE too. RegMR refuses MW_BIND, ZERO_BASED,
+// ON_DEMAND and HUGETLB (not implemented) and ignores RELAXED_ORDERING.
+const (
+	AccessLocalWrite      AccessFlags = AccessFlags(ib.AccessLocalWrite)      // IBV_ACCESS_LOCAL_WRITE
+	AccessRemoteWrite     AccessFlags = AccessFlags(ib.AccessRemoteWrite)     // IBV_ACCESS_REMOTE_WRITE
+	AccessRemoteRead      AccessFlags = AccessFlags(ib.AccessRemoteRead)      // IBV_ACCESS_REMOTE_READ
+	AccessRemoteAtomic    AccessFlags = AccessFlags(ib.AccessRemoteAtomic)    // IBV_ACCESS_REMOTE_ATOMIC
+	AccessMWBind          AccessFlags = AccessFlags(ib.AccessMWBind)          // IBV_ACCESS_MW_BIND
+	AccessZeroBased       AccessFlags = AccessFlags(ib.AccessZeroBased)       // IBV_ACCESS_ZERO_BASED
+	AccessOnDemand        AccessFlags = AccessFlags(ib.AccessOnDemand)        // IBV_ACCESS_ON_DEMAND
+	AccessHugeTLB         AccessFlags = AccessFlags(ib.AccessHugeTLB)         // IBV_ACCESS_HUGETLB
+	AccessRelaxedOrdering AccessFlags = AccessFlags(ib.AccessRelaxedOrdering) // IBV_ACCESS_RELAXED_ORDERING
+)
+
+// String returns the flags as "LOCAL_WRITE|REMOTE_READ" (IBV_ACCESS_
+// prefix dropped), unnamed bits in hex, "0" for none.
+func (a AccessFlags) String() string { return ib.AccessFlags(a).String() }
+
+// WROpcode is the operation of a send work request (enum ibv_wr_opcode).
+type WROpcode uint8
+
+// Send work request opcodes. An RC QP accepts the first seven.
+const (
+	WRRDMAWrite         WROpcode = WROpcode(ib.WRRDMAWrite)         // IBV_WR_RDMA_WRITE
+	WRRDMAWriteWithImm  WROpcode = WROpcode(ib.WRRDMAWriteWithImm)  // IBV_WR_RDMA_WRITE_WITH_IMM
+	WRSend              WROpcode = WROpcode(ib.WRSend)              // IBV_WR_SEND
+	WRSendWithImm       WROpcode = WROpcode(ib.WRSendWithImm)       // IBV_WR_SEND_WITH_IMM
+	WRRDMARead          WROpcode = WROpcode(ib.WRRDMARead)          // IBV_WR_RDMA_READ
+	WRAtomicCmpAndSwp   WROpcode = WROpcode(ib.WRAtomicCmpAndSwp)   // IBV_WR_ATOMIC_CMP_AND_SWP
+	WRAtomicFetchAndAdd WROpcode = WROpcode(ib.WRAtomicFetchAndAdd) // IBV_WR_ATOMIC_FETCH_AND_ADD
+	WRLocalInv          WROpcode = WROpcode(ib.WRLocalInv)          // IBV_WR_LOCAL_INV (not supported)
+	WRBindMW            WROpcode = WROpcode(ib.WRBindMW)            // IBV_WR_BIND_MW (not supported)
+	WRSendWithInv       WROpcode = WROpcode(ib.WRSendWithInv)       // IBV_WR_SEND_WITH_INV (not supported)
+)
+
+// String returns the libibverbs name ("IBV_WR_SEND"), or "WROpcode(n)".
+func (o WROpcode) String() string { return ib.WROpcode(o).String() }
+
+// SendFlags modify a send work request (enum ibv_send_flags).
+type SendFlags uint32
+
+// Send flags.
+const (
+	// SendFence waits for the QP's earlier READ and atomic requests to
+	// complete before this one starts (IBV_SEND_FENCE).
+	SendFence SendFlags = SendFlags(ib.SendFence)
+	// SendSignaled asks for a completion on success (IBV_SEND_SIGNALED);
+	// failures always complete. QPInitAttr.SQSigAll signals every request.
+	SendSignaled SendFlags = SendFlags(ib.SendSignaled)
+	// SendSolicited sets the solicited-event bit on the last packet
+	// (IBV_SEND_SOLICITED).
+	SendSolicited SendFlags = SendFlags(ib.SendSolicited)
+	// SendInline copies the data when the request is posted, so its
+	// buffers may be reused at once (IBV_SEND_INLINE); at most
+	// QPCap.MaxInlineData bytes, SEND and RDMA WRITE only.
+	SendInline SendFlags = SendFlags(ib.SendInline)
+	// SendIPCsum asks for checksum offload on raw and UD IPoIB QPs
+	// (IBV_SEND_IP_CSUM); it has no meaning here.
+	SendIPCsum SendFlags = SendFlags(ib.SendIPCsum)
+)
+
+// String returns the flags as "SIGNALED|INLINE" (IBV_SEND_ prefix
+// dropped), unnamed bits in hex, "0" for none.
+func (f SendFlags) String() string { return ib.SendFlags(f).String() }
+
+// WCStatus is the status of a work completion (enum ibv_wc_status). Every
+// data-path failure reaches the program as a status, not as a Go error.
+type WCStatus uint8
+
+// Work completion statuses.
+const (
+	WCSuccess          WCStatus = WCStatus(ib.WCSuccess)          // IBV_WC_SUCCESS
+	WCLocLenErr        WCStatus = WCStatus(ib.WCLocLenErr)        // IBV_WC_LOC_LEN_ERR: receive buffer too small
+	WCLocQPOpErr       WCStatus = WCStatus(ib.WCLocQPOpErr)       // IBV_WC_LOC_QP_OP_ERR
+	WCLocEECOpErr      WCStatus = WCStatus(ib.WCLocEECOpErr)      // IBV_WC_LOC_EEC_OP_ERR
+	WCLocProtErr       WCStatus = WCStatus(ib.WCLocProtErr)       // IBV_WC_LOC_PROT_ERR: an SGE outside its region, or a bad lkey
+	WCWRFlushErr       WCStatus = WCStatus(ib.WCWRFlushErr)       // IBV_WC_WR_FLUSH_ERR: flushed by a QP in the error state or a closing device
+	WCMWBindErr        WCStatus = WCStatus(ib.WCMWBindErr)        // IBV_WC_MW_BIND_ERR
+	WCBadRespErr       WCStatus = WCStatus(ib.WCBadRespErr)       // IBV_WC_BAD_RESP_ERR
+	WCLocAccessErr     WCStatus = WCStatus(ib.WCLocAccessErr)     // IBV_WC_LOC_ACCESS_ERR
+	WCRemInvReqErr     WCStatus = WCStatus(ib.WCRemInvReqErr)     // IBV_WC_REM_INV_REQ_ERR
+	WCRemAccessErr     WCStatus = WCStatus(ib.WCRemAccessErr)     // IBV_WC_REM_ACCESS_ERR: the peer refused the rkey, range or rights
+	WCRemOpErr         WCStatus = WCStatus(ib.WCRemOpErr)         // IBV_WC_REM_OP_ERR
+	WCRetryExcErr      WCStatus = WCStatus(ib.WCRetryExcErr)      // IBV_WC_RETRY_EXC_ERR: no answer after QPAttr.RetryCnt retries
+	WCRNRRetryExcErr   WCStatus = WCStatus(ib.WCRNRRetryExcErr)   // IBV_WC_RNR_RETRY_EXC_ERR: the peer had no receive posted
+	WCLocRDDViolErr    WCStatus = WCStatus(ib.WCLocRDDViolErr)    // IBV_WC_LOC_RDD_VIOL_ERR
+	WCRemInvRDReqErr   WCStatus = WCStatus(ib.WCRemInvRDReqErr)   // IBV_WC_REM_INV_RD_REQ_ERR
+	WCRemAbortErr      WCStatus = WCStatus(ib.WCRemAbortErr)      // IBV_WC_REM_ABORT_ERR
+	WCInvEECNErr       WCStatus = WCStatus(ib.WCInvEECNErr)       // IBV_WC_INV_EECN_ERR
+	WCInvEECStateErr   WCStatus = WCStatus(ib.WCInvEECStateErr)   // IBV_WC_INV_EEC_STATE_ERR
+	WCFatalErr         WCStatus = WCStatus(ib.WCFatalErr)         // IBV_WC_FATAL_ERR
+	WCRespTimeoutErr   WCStatus = WCStatus(ib.WCRespTimeoutErr)   // IBV_WC_RESP_TIMEOUT_ERR
+	WCGeneralErr       WCStatus = WCStatus(ib.WCGeneralErr)       // IBV_WC_GENERAL_ERR
+	WCTMErr            WCStatus = WCStatus(ib.WCTMErr)            // IBV_WC_TM_ERR
+	WCTMRndvIncomplete WCStatus = WCStatus(ib.WCTMRndvIncomplete) // IBV_WC_TM_RNDV_INCOMPLETE
+)
+
+// String returns what rdma-core's ibv_wc_status_str returns ("success",
+// "Work Request Flushed Error"), so messages match the C tools.
+func (s WCStatus) String() string { return ib.WCStatus(s).String() }
+
+// WCOpcode says which operation a work completion is for (enum
+// ibv_wc_opcode). Receive completions have bit 0x80 set.
+type WCOpcode uint8
+
+// Work completion opcodes.
+const (
+	WCSend            WCOpcode = WCOpcode(ib.WCSend)            // IBV_WC_SEND
+	WCRDMAWrite       WCOpcode = WCOpcode(ib.WCRDMAWrite)       // IBV_WC_RDMA_WRITE
+	WCRDMARead        WCOpcode = WCOpcode(ib.WCRDMARead)        // IBV_WC_RDMA_READ
+	WCCompSwap        WCOpcode = WCOpcode(ib.WCCompSwap)        // IBV_WC_COMP_SWAP
+	WCFetchAdd        WCOpcode = WCOpcode(ib.WCFetchAdd)        // IBV_WC_FETCH_ADD
+	WCBindMW          WCOpcode = WCOpcode(ib.WCBindMW)          // IBV_WC_BIND_MW
+	WCLocalInv        WCOpcode = WCOpcode(ib.WCLocalInv)        // IBV_WC_LOCAL_INV
+	WCTSO             WCOpcode = WCOpcode(ib.WCTSO)             // IBV_WC_TSO
+	WCFlush           WCOpcode = WCOpcode(ib.WCFlush)           // IBV_WC_FLUSH
+	WCAtomicWrite     WCOpcode = WCOpcode(ib.WCAtomicWrite)     // IBV_WC_ATOMIC_WRITE
+	WCRecv            WCOpcode = WCOpcode(ib.WCRecv)            // IBV_WC_RECV: a receive WR consumed by a SEND
+	WCRecvRDMAWithImm WCOpcode = WCOpcode(ib.WCRecvRDMAWithImm) // IBV_WC_RECV_RDMA_WITH_IMM: consumed by an RDMA WRITE with immediate
+)
+
+// String returns the libibverbs name ("IBV_WC_SEND"), or "WCOpcode(n)".
+func (o WCOpcode) String() string { return ib.WCOpcode(o).String() }
+
+// WCFlags are the wc_flags of a work completion (enum ibv_wc_flags).
+type WCFlags uint32
+
+// Work completion flags.
+const (
+	WCFlagGRH      WCFlags = WCFlags(ib.WCFlagGRH)      // IBV_WC_GRH: the buffer starts with the 40-byte network header (UD)
+	WCFlagWithImm  WCFlags = WCFlags(ib.WCFlagWithImm)  // IBV_WC_WITH_IMM: WC.Imm is valid
+	WCFlagIPCsumOK WCFlags = WCFlags(ib.WCFlagIPCsumOK) // IBV_WC_IP_CSUM_OK
+	WCFlagWithInv  WCFlags = WCFlags(ib.WCFlagWithInv)  // IBV_WC_WITH_INV
+)
+
+// String returns the flags as "GRH|WITH_IMM" (IBV_WC_ prefix dropped),
+// unnamed bits in hex, "0" for none.
+func (f WCFlags) String() string { return ib.WCFlags(f).String() }
+
+// QPType is the transport service of a queue pair (enum ibv_qp_type).
+type QPType uint8
+
+// QP types. Only RC is implemented so far.
+const (
+	QPTypeRC QPType = QPType(ib.QPTypeRC) // IBV_QPT_RC, reliable connected
+	QPTypeUC QPType = QPType(ib.QPTypeUC) // IBV_QPT_UC, unreliable connected (not supported yet)
+	QPTypeUD QPType = QPType(ib.QPTypeUD) // IBV_QPT_UD, unreliable datagram (not supported yet)
+)
+
+// String returns "RC", "UC" or "UD", or "QPType(n)".
+func (t QPType) String() string { return ib.QPType(t).String() }
+
+// QPState is the state of a queue pair (enum ibv_qp_state). A new QP is in
+// RESET; QP.Modify moves it to INIT (receives may be posted), RTR (it
+// accepts packets) and RTS (sends may be posted). A fault moves it to ERR,
+// which flushes its work requests.
+type QPState uint8
+
+// QP states.
+const (
+	QPStateReset QPState = QPState(ib.QPStateReset) // IBV_QPS_RESET
+	QPStateInit  QPState = QPState(ib.QPStateInit)  // IBV_QPS_INIT
+	QPStateRTR   QPState = QPState(ib.QPStateRTR)   // IBV_QPS_RTR, ready to receive
+	QPStateRTS   QPState = QPState(ib.QPStateRTS)   // IBV_QPS_RTS, ready to send
+	QPStateSQD   QPState = QPState(ib.QPStateSQD)   // IBV_QPS_SQD, send queue drain
+	QPStateSQE   QPState = QPState(ib.QPStateSQE)   // IBV_QPS_SQE, send queue error (UC and UD)
+	QPStateErr   QPState = QPState(ib.QPStateErr)   // IBV_QPS_ERR
+)
+
+// String returns the state as the specification writes it ("RTS").
+func (s QPState) String() string { return ib.QPState(s).String() }
+
+// QPAttrMask selects the attributes QP.Modify sets (enum
+// ibv_qp_attr_mask). Each transition requires some and accepts others, as
+// in IBA 10.3.1; Modify says which are missing or not allowed.
+type QPAttrMask uint32
+
+// QP attribute mask bits.
+const (
+	QPAttrState            QPAttrMask = QPAttrMask(ib.QPAttrState)            // IBV_QP_STATE
+	QPAttrCurState         QPAttrMask = QPAttrMask(ib.QPAttrCurState)         // IBV_QP_CUR_STATE
+	QPAttrEnSQDAsyncNotify QPAttrMask = QPAttrMask(ib.QPAttrEnSQDAsyncNotify) // IBV_QP_EN_SQD_ASYNC_NOTIFY
+	QPAttrAccessFlags      QPAttrMask = QPAttrMask(ib.QPAttrAccessFlags)      // IBV_QP_ACCESS_FLAGS
+	QPAttrPKeyIndex        QPAttrMask = QPAttrMask(ib.QPAttrPKeyIndex)        // IBV_QP_PKEY_INDEX
+	QPAttrPort             QPAttrMask = QPAttrMask(ib.QPAttrPort)             // IBV_QP_PORT
+	QPAttrQKey             QPAttrMask = QPAttrMask(ib.QPAttrQKey)             // IBV_QP_QKEY
+	QPAttrAV               QPAttrMask = QPAttrMask(ib.QPAttrAV)               // IBV_QP_AV: QPAttr.AH
+	QPAttrPathMTU          QPAttrMask = QPAttrMask(ib.QPAttrPathMTU)          // IBV_QP_PATH_MTU
+	QPAttrTimeout          QPAttrMask = QPAttrMask(ib.QPAttrTimeout)          // IBV_QP_TIMEOUT
+	QPAttrRetryCnt         QPAttrMask = QPAttrMask(ib.QPAttrRetryCnt)         // IBV_QP_RETRY_CNT
+	QPAttrRNRRetry         QPAttrMask = QPAttrMask(ib.QPAttrRNRRetry)         // IBV_QP_RNR_RETRY
+	QPAttrRQPSN            QPAttrMask = QPAttrMask(ib.QPAttrRQPSN)            // IBV_QP_RQ_PSN
+	QPAttrMaxQPRdAtomic    QPAttrMask = QPAttrMask(ib.QPAttrMaxQPRdAtomic)    // IBV_QP_MAX_QP_RD_ATOMIC
+	QPAttrAltPath          QPAttrMask = QPAttrMask(ib.QPAttrAltPath)          // IBV_QP_ALT_PATH
+	QPAttrMinRNRTimer      QPAttrMask = QPAttrMask(ib.QPAttrMinRNRTimer)      // IBV_QP_MIN_RNR_TIMER
+	QPAttrSQPSN            QPAttrMask = QPAttrMask(ib.QPAttrSQPSN)            // IBV_QP_SQ_PSN
+	QPAttrMaxDestRdAtomic  QPAttrMask = QPAttrMask(ib.QPAttrMaxDestRdAtomic)  // IBV_QP_MAX_DEST_RD_ATOMIC
+	QPAttrPathMigState     QPAttrMask = QPAttrMask(ib.QPAttrPathMigState)     // IBV_QP_PATH_MIG_STATE
+	QPAttrCap              QPAttrMask = QPAttrMask(ib.QPAttrCap)              // IBV_QP_CAP
+	QPAttrDestQPN          QPAttrMask = QPAttrMask(ib.QPAttrDestQPN)          // IBV_QP_DEST_QPN
+	QPAttrRateLimit        QPAttrMask = QPAttrMask(ib.QPAttrRateLimit)        // IBV_QP_RATE_LIMIT
+)
+
+// String returns the mask as "STATE|AV|PATH_MTU" (IBV_QP_ prefix dropped),
+// unnamed bits in hex, "0" for none.
+func (m QPAttrMask) String() string { return ib.QPAttrMask(m).String() }

@@ -1,0 +1,31 @@
+package verbs
+
+// WC is a work completion (struct ibv_wc), returned by CQ.Poll.
+//
+// For a successful completion every field is valid. For a failed one
+// WRID, Status, QPNum and Opcode are: libibverbs leaves the opcode of a
+// failed completion undefined, and this device reports, as rxe does, the
+// opcode of the work request that failed: the send operation for the send
+// queue, WCRecv for the receive queue.
+type WC struct {
+	// WRID is the WRID of the work request that completed.
+	WRID uint64
+	// Status is WCSuccess or why the request failed.
+	Status WCStatus
+	// Opcode is the operation that completed.
+	Opcode WCOpcode
+	// VendorErr is a device-specific error code; always 0 here.
+	VendorErr uint32
+	// ByteLen is the number of bytes received (receive completions) or
+	// transferred (RDMA READ and atomics).
+	ByteLen uint32
+	// Imm holds the immediate data when Flags has WCFlagWithImm, in host
+	// order.
+	Imm uint32
+	// QPNum is the number of the QP the request was posted to.
+	QPNum QPN
+	// SrcQP is the sender's QP number (receive completions).
+	SrcQP QPN
+	// Flags say which optional fields are valid.
+	Flags WCFlags
+}
