@@ -7,9 +7,9 @@ import (
 )
 
 // The identifiers and enumerations of libibverbs. Each is a type of this
-// package with the libibverbs values; the engine keeps its own copy in an
-// internal package, so the constants below are defined from it and the
-// String methods are its.
+// package with the libibverbs values. The engine, which cannot import this
+// package, has the same types internally: the String methods are its, and
+// TestConstants checks that every value below is the engine's.
 
 // QPN is a queue pair number (ibv_qp.qp_num): 24 bits on the wire, user QPs
 // numbered from 0x11 as rxe does.
@@ -47,11 +47,11 @@ type MTU uint8
 
 // MTU values (IBV_MTU_256 … IBV_MTU_4096).
 const (
-	MTU256  MTU = MTU(ib.MTU256)  // IBV_MTU_256
-	MTU512  MTU = MTU(ib.MTU512)  // IBV_MTU_512
-	MTU1024 MTU = MTU(ib.MTU1024) // IBV_MTU_1024
-	MTU2048 MTU = MTU(ib.MTU2048) // IBV_MTU_2048
-	MTU4096 MTU = MTU(ib.MTU4096) // IBV_MTU_4096
+	MTU256  MTU = 1 // IBV_MTU_256
+	MTU512  MTU = 2 // IBV_MTU_512
+	MTU1024 MTU = 3 // IBV_MTU_1024
+	MTU2048 MTU = 4 // IBV_MTU_2048
+	MTU4096 MTU = 5 // IBV_MTU_4096
 )
 
 // Bytes returns the payload size m stands for (MTU1024 → 1024), or 0 for a
@@ -77,15 +77,15 @@ type AccessFlags uint32
 // REMOTE_ATOMIC need LOCAL_WRITE too. RegMR refuses MW_BIND, ZERO_BASED,
 // ON_DEMAND and HUGETLB (not implemented) and ignores RELAXED_ORDERING.
 const (
-	AccessLocalWrite      AccessFlags = AccessFlags(ib.AccessLocalWrite)      // IBV_ACCESS_LOCAL_WRITE
-	AccessRemoteWrite     AccessFlags = AccessFlags(ib.AccessRemoteWrite)     // IBV_ACCESS_REMOTE_WRITE
-	AccessRemoteRead      AccessFlags = AccessFlags(ib.AccessRemoteRead)      // IBV_ACCESS_REMOTE_READ
-	AccessRemoteAtomic    AccessFlags = AccessFlags(ib.AccessRemoteAtomic)    // IBV_ACCESS_REMOTE_ATOMIC
-	AccessMWBind          AccessFlags = AccessFlags(ib.AccessMWBind)          // IBV_ACCESS_MW_BIND
-	AccessZeroBased       AccessFlags = AccessFlags(ib.AccessZeroBased)       // IBV_ACCESS_ZERO_BASED
-	AccessOnDemand        AccessFlags = AccessFlags(ib.AccessOnDemand)        // IBV_ACCESS_ON_DEMAND
-	AccessHugeTLB         AccessFlags = AccessFlags(ib.AccessHugeTLB)         // IBV_ACCESS_HUGETLB
-	AccessRelaxedOrdering AccessFlags = AccessFlags(ib.AccessRelaxedOrdering) // IBV_ACCESS_RELAXED_ORDERING
+	AccessLocalWrite      AccessFlags = 0x1      // IBV_ACCESS_LOCAL_WRITE
+	AccessRemoteWrite     AccessFlags = 0x2      // IBV_ACCESS_REMOTE_WRITE
+	AccessRemoteRead      AccessFlags = 0x4      // IBV_ACCESS_REMOTE_READ
+	AccessRemoteAtomic    AccessFlags = 0x8      // IBV_ACCESS_REMOTE_ATOMIC
+	AccessMWBind          AccessFlags = 0x10     // IBV_ACCESS_MW_BIND
+	AccessZeroBased       AccessFlags = 0x20     // IBV_ACCESS_ZERO_BASED
+	AccessOnDemand        AccessFlags = 0x40     // IBV_ACCESS_ON_DEMAND
+	AccessHugeTLB         AccessFlags = 0x80     // IBV_ACCESS_HUGETLB
+	AccessRelaxedOrdering AccessFlags = 0x100000 // IBV_ACCESS_RELAXED_ORDERING
 )
 
 // String returns the flags as "LOCAL_WRITE|REMOTE_READ" (IBV_ACCESS_
@@ -97,16 +97,16 @@ type WROpcode uint8
 
 // Send work request opcodes. An RC QP accepts the first seven.
 const (
-	WRRDMAWrite         WROpcode = WROpcode(ib.WRRDMAWrite)         // IBV_WR_RDMA_WRITE
-	WRRDMAWriteWithImm  WROpcode = WROpcode(ib.WRRDMAWriteWithImm)  // IBV_WR_RDMA_WRITE_WITH_IMM
-	WRSend              WROpcode = WROpcode(ib.WRSend)              // IBV_WR_SEND
-	WRSendWithImm       WROpcode = WROpcode(ib.WRSendWithImm)       // IBV_WR_SEND_WITH_IMM
-	WRRDMARead          WROpcode = WROpcode(ib.WRRDMARead)          // IBV_WR_RDMA_READ
-	WRAtomicCmpAndSwp   WROpcode = WROpcode(ib.WRAtomicCmpAndSwp)   // IBV_WR_ATOMIC_CMP_AND_SWP
-	WRAtomicFetchAndAdd WROpcode = WROpcode(ib.WRAtomicFetchAndAdd) // IBV_WR_ATOMIC_FETCH_AND_ADD
-	WRLocalInv          WROpcode = WROpcode(ib.WRLocalInv)          // IBV_WR_LOCAL_INV (not supported)
-	WRBindMW            WROpcode = WROpcode(ib.WRBindMW)            // IBV_WR_BIND_MW (not supported)
-	WRSendWithInv       WROpcode = WROpcode(ib.WRSendWithInv)       // IBV_WR_SEND_WITH_INV (not supported)
+	WRRDMAWrite         WROpcode = 0 // IBV_WR_RDMA_WRITE
+	WRRDMAWriteWithImm  WROpcode = 1 // IBV_WR_RDMA_WRITE_WITH_IMM
+	WRSend              WROpcode = 2 // IBV_WR_SEND
+	WRSendWithImm       WROpcode = 3 // IBV_WR_SEND_WITH_IMM
+	WRRDMARead          WROpcode = 4 // IBV_WR_RDMA_READ
+	WRAtomicCmpAndSwp   WROpcode = 5 // IBV_WR_ATOMIC_CMP_AND_SWP
+	WRAtomicFetchAndAdd WROpcode = 6 // IBV_WR_ATOMIC_FETCH_AND_ADD
+	WRLocalInv          WROpcode = 7 // IBV_WR_LOCAL_INV (not supported)
+	WRBindMW            WROpcode = 8 // IBV_WR_BIND_MW (not supported)
+	WRSendWithInv       WROpcode = 9 // IBV_WR_SEND_WITH_INV (not supported)
 )
 
 // String returns the libibverbs name ("IBV_WR_SEND"), or "WROpcode(n)".
@@ -119,20 +119,20 @@ type SendFlags uint32
 const (
 	// SendFence waits for the QP's earlier READ and atomic requests to
 	// complete before this one starts (IBV_SEND_FENCE).
-	SendFence SendFlags = SendFlags(ib.SendFence)
+	SendFence SendFlags = 1
 	// SendSignaled asks for a completion on success (IBV_SEND_SIGNALED);
 	// failures always complete. QPInitAttr.SQSigAll signals every request.
-	SendSignaled SendFlags = SendFlags(ib.SendSignaled)
+	SendSignaled SendFlags = 2
 	// SendSolicited sets the solicited-event bit on the last packet
 	// (IBV_SEND_SOLICITED).
-	SendSolicited SendFlags = SendFlags(ib.SendSolicited)
+	SendSolicited SendFlags = 4
 	// SendInline copies the data when the request is posted, so its
 	// buffers may be reused at once (IBV_SEND_INLINE); at most
 	// QPCap.MaxInlineData bytes, SEND and RDMA WRITE only.
-	SendInline SendFlags = SendFlags(ib.SendInline)
+	SendInline SendFlags = 8
 	// SendIPCsum asks for checksum offload on raw and UD IPoIB QPs
 	// (IBV_SEND_IP_CSUM); it has no meaning here.
-	SendIPCsum SendFlags = SendFlags(ib.SendIPCsum)
+	SendIPCsum SendFlags = 16
 )
 
 // String returns the flags as "SIGNALED|INLINE" (IBV_SEND_ prefix
@@ -145,30 +145,30 @@ type WCStatus uint8
 
 // Work completion statuses.
 const (
-	WCSuccess          WCStatus = WCStatus(ib.WCSuccess)          // IBV_WC_SUCCESS
-	WCLocLenErr        WCStatus = WCStatus(ib.WCLocLenErr)        // IBV_WC_LOC_LEN_ERR: receive buffer too small
-	WCLocQPOpErr       WCStatus = WCStatus(ib.WCLocQPOpErr)       // IBV_WC_LOC_QP_OP_ERR
-	WCLocEECOpErr      WCStatus = WCStatus(ib.WCLocEECOpErr)      // IBV_WC_LOC_EEC_OP_ERR
-	WCLocProtErr       WCStatus = WCStatus(ib.WCLocProtErr)       // IBV_WC_LOC_PROT_ERR: an SGE outside its region, or a bad lkey
-	WCWRFlushErr       WCStatus = WCStatus(ib.WCWRFlushErr)       // IBV_WC_WR_FLUSH_ERR: flushed by a QP in the error state or a closing device
-	WCMWBindErr        WCStatus = WCStatus(ib.WCMWBindErr)        // IBV_WC_MW_BIND_ERR
-	WCBadRespErr       WCStatus = WCStatus(ib.WCBadRespErr)       // IBV_WC_BAD_RESP_ERR
-	WCLocAccessErr     WCStatus = WCStatus(ib.WCLocAccessErr)     // IBV_WC_LOC_ACCESS_ERR
-	WCRemInvReqErr     WCStatus = WCStatus(ib.WCRemInvReqErr)     // IBV_WC_REM_INV_REQ_ERR
-	WCRemAccessErr     WCStatus = WCStatus(ib.WCRemAccessErr)     // IBV_WC_REM_ACCESS_ERR: the peer refused the rkey, range or rights
-	WCRemOpErr         WCStatus = WCStatus(ib.WCRemOpErr)         // IBV_WC_REM_OP_ERR
-	WCRetryExcErr      WCStatus = WCStatus(ib.WCRetryExcErr)      // IBV_WC_RETRY_EXC_ERR: no answer after QPAttr.RetryCnt retries
-	WCRNRRetryExcErr   WCStatus = WCStatus(ib.WCRNRRetryExcErr)   // IBV_WC_RNR_RETRY_EXC_ERR: the peer had no receive posted
-	WCLocRDDViolErr    WCStatus = WCStatus(ib.WCLocRDDViolErr)    // IBV_WC_LOC_RDD_VIOL_ERR
-	WCRemInvRDReqErr   WCStatus = WCStatus(ib.WCRemInvRDReqErr)   // IBV_WC_REM_INV_RD_REQ_ERR
-	WCRemAbortErr      WCStatus = WCStatus(ib.WCRemAbortErr)      // IBV_WC_REM_ABORT_ERR
-	WCInvEECNErr       WCStatus = WCStatus(ib.WCInvEECNErr)       // IBV_WC_INV_EECN_ERR
-	WCInvEECStateErr   WCStatus = WCStatus(ib.WCInvEECStateErr)   // IBV_WC_INV_EEC_STATE_ERR
-	WCFatalErr         WCStatus = WCStatus(ib.WCFatalErr)         // IBV_WC_FATAL_ERR
-	WCRespTimeoutErr   WCStatus = WCStatus(ib.WCRespTimeoutErr)   // IBV_WC_RESP_TIMEOUT_ERR
-	WCGeneralErr       WCStatus = WCStatus(ib.WCGeneralErr)       // IBV_WC_GENERAL_ERR
-	WCTMErr            WCStatus = WCStatus(ib.WCTMErr)            // IBV_WC_TM_ERR
-	WCTMRndvIncomplete WCStatus = WCStatus(ib.WCTMRndvIncomplete) // IBV_WC_TM_RNDV_INCOMPLETE
+	WCSuccess          WCStatus = 0  // IBV_WC_SUCCESS
+	WCLocLenErr        WCStatus = 1  // IBV_WC_LOC_LEN_ERR: receive buffer too small
+	WCLocQPOpErr       WCStatus = 2  // IBV_WC_LOC_QP_OP_ERR
+	WCLocEECOpErr      WCStatus = 3  // IBV_WC_LOC_EEC_OP_ERR
+	WCLocProtErr       WCStatus = 4  // IBV_WC_LOC_PROT_ERR: an SGE outside its region, or a bad lkey
+	WCWRFlushErr       WCStatus = 5  // IBV_WC_WR_FLUSH_ERR: flushed by a QP in the error state or a closing device
+	WCMWBindErr        WCStatus = 6  // IBV_WC_MW_BIND_ERR
+	WCBadRespErr       WCStatus = 7  // IBV_WC_BAD_RESP_ERR
+	WCLocAccessErr     WCStatus = 8  // IBV_WC_LOC_ACCESS_ERR
+	WCRemInvReqErr     WCStatus = 9  // IBV_WC_REM_INV_REQ_ERR
+	WCRemAccessErr     WCStatus = 10 // IBV_WC_REM_ACCESS_ERR: the peer refused the rkey, range or rights
+	WCRemOpErr         WCStatus = 11 // IBV_WC_REM_OP_ERR
+	WCRetryExcErr      WCStatus = 12 // IBV_WC_RETRY_EXC_ERR: no answer after QPAttr.RetryCnt retries
+	WCRNRRetryExcErr   WCStatus = 13 // IBV_WC_RNR_RETRY_EXC_ERR: the peer had no receive posted
+	WCLocRDDViolErr    WCStatus = 14 // IBV_WC_LOC_RDD_VIOL_ERR
+	WCRemInvRDReqErr   WCStatus = 15 // IBV_WC_REM_INV_RD_REQ_ERR
+	WCRemAbortErr      WCStatus = 16 // IBV_WC_REM_ABORT_ERR
+	WCInvEECNErr       WCStatus = 17 // IBV_WC_INV_EECN_ERR
+	WCInvEECStateErr   WCStatus = 18 // IBV_WC_INV_EEC_STATE_ERR
+	WCFatalErr         WCStatus = 19 // IBV_WC_FATAL_ERR
+	WCRespTimeoutErr   WCStatus = 20 // IBV_WC_RESP_TIMEOUT_ERR
+	WCGeneralErr       WCStatus = 21 // IBV_WC_GENERAL_ERR
+	WCTMErr            WCStatus = 22 // IBV_WC_TM_ERR
+	WCTMRndvIncomplete WCStatus = 23 // IBV_WC_TM_RNDV_INCOMPLETE
 )
 
 // String returns what rdma-core's ibv_wc_status_str returns ("success",
@@ -181,18 +181,18 @@ type WCOpcode uint8
 
 // Work completion opcodes.
 const (
-	WCSend            WCOpcode = WCOpcode(ib.WCSend)            // IBV_WC_SEND
-	WCRDMAWrite       WCOpcode = WCOpcode(ib.WCRDMAWrite)       // IBV_WC_RDMA_WRITE
-	WCRDMARead        WCOpcode = WCOpcode(ib.WCRDMARead)        // IBV_WC_RDMA_READ
-	WCCompSwap        WCOpcode = WCOpcode(ib.WCCompSwap)        // IBV_WC_COMP_SWAP
-	WCFetchAdd        WCOpcode = WCOpcode(ib.WCFetchAdd)        // IBV_WC_FETCH_ADD
-	WCBindMW          WCOpcode = WCOpcode(ib.WCBindMW)          // IBV_WC_BIND_MW
-	WCLocalInv        WCOpcode = WCOpcode(ib.WCLocalInv)        // IBV_WC_LOCAL_INV
-	WCTSO             WCOpcode = WCOpcode(ib.WCTSO)             // IBV_WC_TSO
-	WCFlush           WCOpcode = WCOpcode(ib.WCFlush)           // IBV_WC_FLUSH
-	WCAtomicWrite     WCOpcode = WCOpcode(ib.WCAtomicWrite)     // IBV_WC_ATOMIC_WRITE
-	WCRecv            WCOpcode = WCOpcode(ib.WCRecv)            // IBV_WC_RECV: a receive WR consumed by a SEND
-	WCRecvRDMAWithImm WCOpcode = WCOpcode(ib.WCRecvRDMAWithImm) // IBV_WC_RECV_RDMA_WITH_IMM: consumed by an RDMA WRITE with immediate
+	WCSend            WCOpcode = 0   // IBV_WC_SEND
+	WCRDMAWrite       WCOpcode = 1   // IBV_WC_RDMA_WRITE
+	WCRDMARead        WCOpcode = 2   // IBV_WC_RDMA_READ
+	WCCompSwap        WCOpcode = 3   // IBV_WC_COMP_SWAP
+	WCFetchAdd        WCOpcode = 4   // IBV_WC_FETCH_ADD
+	WCBindMW          WCOpcode = 5   // IBV_WC_BIND_MW
+	WCLocalInv        WCOpcode = 6   // IBV_WC_LOCAL_INV
+	WCTSO             WCOpcode = 7   // IBV_WC_TSO
+	WCFlush           WCOpcode = 8   // IBV_WC_FLUSH
+	WCAtomicWrite     WCOpcode = 9   // IBV_WC_ATOMIC_WRITE
+	WCRecv            WCOpcode = 128 // IBV_WC_RECV: a receive WR consumed by a SEND
+	WCRecvRDMAWithImm WCOpcode = 129 // IBV_WC_RECV_RDMA_WITH_IMM: consumed by an RDMA WRITE with immediate
 )
 
 // String returns the libibverbs name ("IBV_WC_SEND"), or "WCOpcode(n)".
@@ -203,10 +203,10 @@ type WCFlags uint32
 
 // Work completion flags.
 const (
-	WCFlagGRH      WCFlags = WCFlags(ib.WCFlagGRH)      // IBV_WC_GRH: the buffer starts with the 40-byte network header (UD)
-	WCFlagWithImm  WCFlags = WCFlags(ib.WCFlagWithImm)  // IBV_WC_WITH_IMM: WC.Imm is valid
-	WCFlagIPCsumOK WCFlags = WCFlags(ib.WCFlagIPCsumOK) // IBV_WC_IP_CSUM_OK
-	WCFlagWithInv  WCFlags = WCFlags(ib.WCFlagWithInv)  // IBV_WC_WITH_INV
+	WCFlagGRH      WCFlags = 1 // IBV_WC_GRH: the buffer starts with the 40-byte network header (UD)
+	WCFlagWithImm  WCFlags = 2 // IBV_WC_WITH_IMM: WC.Imm is valid
+	WCFlagIPCsumOK WCFlags = 4 // IBV_WC_IP_CSUM_OK
+	WCFlagWithInv  WCFlags = 8 // IBV_WC_WITH_INV
 )
 
 // String returns the flags as "GRH|WITH_IMM" (IBV_WC_ prefix dropped),
@@ -218,9 +218,9 @@ type QPType uint8
 
 // QP types. Only RC is implemented so far.
 const (
-	QPTypeRC QPType = QPType(ib.QPTypeRC) // IBV_QPT_RC, reliable connected
-	QPTypeUC QPType = QPType(ib.QPTypeUC) // IBV_QPT_UC, unreliable connected (not supported yet)
-	QPTypeUD QPType = QPType(ib.QPTypeUD) // IBV_QPT_UD, unreliable datagram (not supported yet)
+	QPTypeRC QPType = 2 // IBV_QPT_RC, reliable connected
+	QPTypeUC QPType = 3 // IBV_QPT_UC, unreliable connected (not supported yet)
+	QPTypeUD QPType = 4 // IBV_QPT_UD, unreliable datagram (not supported yet)
 )
 
 // String returns "RC", "UC" or "UD", or "QPType(n)".
@@ -234,13 +234,13 @@ type QPState uint8
 
 // QP states.
 const (
-	QPStateReset QPState = QPState(ib.QPStateReset) // IBV_QPS_RESET
-	QPStateInit  QPState = QPState(ib.QPStateInit)  // IBV_QPS_INIT
-	QPStateRTR   QPState = QPState(ib.QPStateRTR)   // IBV_QPS_RTR, ready to receive
-	QPStateRTS   QPState = QPState(ib.QPStateRTS)   // IBV_QPS_RTS, ready to send
-	QPStateSQD   QPState = QPState(ib.QPStateSQD)   // IBV_QPS_SQD, send queue drain
-	QPStateSQE   QPState = QPState(ib.QPStateSQE)   // IBV_QPS_SQE, send queue error (UC and UD)
-	QPStateErr   QPState = QPState(ib.QPStateErr)   // IBV_QPS_ERR
+	QPStateReset QPState = 0 // IBV_QPS_RESET
+	QPStateInit  QPState = 1 // IBV_QPS_INIT
+	QPStateRTR   QPState = 2 // IBV_QPS_RTR, ready to receive
+	QPStateRTS   QPState = 3 // IBV_QPS_RTS, ready to send
+	QPStateSQD   QPState = 4 // IBV_QPS_SQD, send queue drain
+	QPStateSQE   QPState = 5 // IBV_QPS_SQE, send queue error (UC and UD)
+	QPStateErr   QPState = 6 // IBV_QPS_ERR
 )
 
 // String returns the state as the specification writes it ("RTS").
@@ -253,28 +253,28 @@ type QPAttrMask uint32
 
 // QP attribute mask bits.
 const (
-	QPAttrState            QPAttrMask = QPAttrMask(ib.QPAttrState)            // IBV_QP_STATE
-	QPAttrCurState         QPAttrMask = QPAttrMask(ib.QPAttrCurState)         // IBV_QP_CUR_STATE
-	QPAttrEnSQDAsyncNotify QPAttrMask = QPAttrMask(ib.QPAttrEnSQDAsyncNotify) // IBV_QP_EN_SQD_ASYNC_NOTIFY
-	QPAttrAccessFlags      QPAttrMask = QPAttrMask(ib.QPAttrAccessFlags)      // IBV_QP_ACCESS_FLAGS
-	QPAttrPKeyIndex        QPAttrMask = QPAttrMask(ib.QPAttrPKeyIndex)        // IBV_QP_PKEY_INDEX
-	QPAttrPort             QPAttrMask = QPAttrMask(ib.QPAttrPort)             // IBV_QP_PORT
-	QPAttrQKey             QPAttrMask = QPAttrMask(ib.QPAttrQKey)             // IBV_QP_QKEY
-	QPAttrAV               QPAttrMask = QPAttrMask(ib.QPAttrAV)               // IBV_QP_AV: QPAttr.AH
-	QPAttrPathMTU          QPAttrMask = QPAttrMask(ib.QPAttrPathMTU)          // IBV_QP_PATH_MTU
-	QPAttrTimeout          QPAttrMask = QPAttrMask(ib.QPAttrTimeout)          // IBV_QP_TIMEOUT
-	QPAttrRetryCnt         QPAttrMask = QPAttrMask(ib.QPAttrRetryCnt)         // IBV_QP_RETRY_CNT
-	QPAttrRNRRetry         QPAttrMask = QPAttrMask(ib.QPAttrRNRRetry)         // IBV_QP_RNR_RETRY
-	QPAttrRQPSN            QPAttrMask = QPAttrMask(ib.QPAttrRQPSN)            // IBV_QP_RQ_PSN
-	QPAttrMaxQPRdAtomic    QPAttrMask = QPAttrMask(ib.QPAttrMaxQPRdAtomic)    // IBV_QP_MAX_QP_RD_ATOMIC
-	QPAttrAltPath          QPAttrMask = QPAttrMask(ib.QPAttrAltPath)          // IBV_QP_ALT_PATH
-	QPAttrMinRNRTimer      QPAttrMask = QPAttrMask(ib.QPAttrMinRNRTimer)      // IBV_QP_MIN_RNR_TIMER
-	QPAttrSQPSN            QPAttrMask = QPAttrMask(ib.QPAttrSQPSN)            // IBV_QP_SQ_PSN
-	QPAttrMaxDestRdAtomic  QPAttrMask = QPAttrMask(ib.QPAttrMaxDestRdAtomic)  // IBV_QP_MAX_DEST_RD_ATOMIC
-	QPAttrPathMigState     QPAttrMask = QPAttrMask(ib.QPAttrPathMigState)     // IBV_QP_PATH_MIG_STATE
-	QPAttrCap              QPAttrMask = QPAttrMask(ib.QPAttrCap)              // IBV_QP_CAP
-	QPAttrDestQPN          QPAttrMask = QPAttrMask(ib.QPAttrDestQPN)          // IBV_QP_DEST_QPN
-	QPAttrRateLimit        QPAttrMask = QPAttrMask(ib.QPAttrRateLimit)        // IBV_QP_RATE_LIMIT
+	QPAttrState            QPAttrMask = 0x1       // IBV_QP_STATE
+	QPAttrCurState         QPAttrMask = 0x2       // IBV_QP_CUR_STATE
+	QPAttrEnSQDAsyncNotify QPAttrMask = 0x4       // IBV_QP_EN_SQD_ASYNC_NOTIFY
+	QPAttrAccessFlags      QPAttrMask = 0x8       // IBV_QP_ACCESS_FLAGS
+	QPAttrPKeyIndex        QPAttrMask = 0x10      // IBV_QP_PKEY_INDEX
+	QPAttrPort             QPAttrMask = 0x20      // IBV_QP_PORT
+	QPAttrQKey             QPAttrMask = 0x40      // IBV_QP_QKEY
+	QPAttrAV               QPAttrMask = 0x80      // IBV_QP_AV: QPAttr.AH
+	QPAttrPathMTU          QPAttrMask = 0x100     // IBV_QP_PATH_MTU
+	QPAttrTimeout          QPAttrMask = 0x200     // IBV_QP_TIMEOUT
+	QPAttrRetryCnt         QPAttrMask = 0x400     // IBV_QP_RETRY_CNT
+	QPAttrRNRRetry         QPAttrMask = 0x800     // IBV_QP_RNR_RETRY
+	QPAttrRQPSN            QPAttrMask = 0x1000    // IBV_QP_RQ_PSN
+	QPAttrMaxQPRdAtomic    QPAttrMask = 0x2000    // IBV_QP_MAX_QP_RD_ATOMIC
+	QPAttrAltPath          QPAttrMask = 0x4000    // IBV_QP_ALT_PATH
+	QPAttrMinRNRTimer      QPAttrMask = 0x8000    // IBV_QP_MIN_RNR_TIMER
+	QPAttrSQPSN            QPAttrMask = 0x10000   // IBV_QP_SQ_PSN
+	QPAttrMaxDestRdAtomic  QPAttrMask = 0x20000   // IBV_QP_MAX_DEST_RD_ATOMIC
+	QPAttrPathMigState     QPAttrMask = 0x40000   // IBV_QP_PATH_MIG_STATE
+	QPAttrCap              QPAttrMask = 0x80000   // IBV_QP_CAP
+	QPAttrDestQPN          QPAttrMask = 0x100000  // IBV_QP_DEST_QPN
+	QPAttrRateLimit        QPAttrMask = 0x2000000 // IBV_QP_RATE_LIMIT
 )
 
 // String returns the mask as "STATE|AV|PATH_MTU" (IBV_QP_ prefix dropped),
