@@ -6,10 +6,10 @@ import "fmt"
 // (ibv_rc_pingpong sends the same over TCP): QP number, first PSN, GID and,
 // as a goverbs extension, the UDP port when it is not 4791.
 type Endpoint struct {
-	QPN  QPN
-	PSN  uint32
-	GID  GID
-	Port uint16
+	QPN  QPN    // the QP's number, the peer's QPAttr.DestQPN
+	PSN  uint32 // the QP's first send PSN, the peer's QPAttr.RQPSN
+	GID  GID    // the device's GID, the peer's AHAttr.DGID
+	Port uint16 // the device's UDP port, the peer's AHAttr.DestPort
 }
 
 // Endpoint describes this QP for the peer, with psn as its first send PSN.
@@ -24,7 +24,8 @@ type ConnectOptions struct {
 	// Access is what the peer may do to this QP's memory.
 	Access AccessFlags
 	// PathMTU 0 means the port's active MTU.
-	PathMTU         MTU
+	PathMTU MTU
+	// The rest are the QPAttr fields of the same names.
 	Timeout         uint8 // local ACK timeout exponent: 4.096 µs × 2^Timeout; 0 = none
 	RetryCnt        uint8
 	RNRRetry        uint8 // 7 = retry forever

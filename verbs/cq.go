@@ -96,7 +96,7 @@ func (cq *CQ) Close() error {
 		return nil
 	}
 	if cq.qps > 0 {
-		return errorf("destroy CQ", "%w: %d QP queues complete into it", ErrBusy, cq.qps)
+		return errorf("destroy CQ", "%w: %d QP queue(s) complete into it", ErrBusy, cq.qps)
 	}
 	cq.closed = true
 	cq.c.Close()

@@ -6,11 +6,21 @@
 // [AllocBuffer] for page-aligned memory outside the Go heap), create
 // completion queues ([Device.CreateCQ]) and a reliable-connected queue pair
 // ([PD.CreateQP]), move it through INIT, RTR and RTS with [QP.Modify] using
-// the peer's QP number, PSN and GID, then post work requests
-// ([QP.PostSend], [QP.PostRecv]) and poll completions ([CQ.Poll]).
+// the peer's QP number, PSN and GID (or [QP.ConnectRC] with its
+// [Endpoint]), then post work requests ([QP.PostSend], [QP.PostRecv]) and
+// poll completions ([CQ.Poll], [CQ.Wait]).
 //
-// Control-path verbs return Go errors wrapped with the verb's name; posting
-// fails only for immediate faults (queue full, bad opcode, QP state).
-// Everything else arrives as a work completion whose [WCStatus] prints like
-// ibv_wc_status_str.
+// Names follow libibverbs: struct ibv_send_wr is [SendWR], IBV_WC_SUCCESS
+// is [WCSuccess] with the same value, ibv_dereg_mr is [MR.Close].
+//
+// Control-path verbs return Go errors that say which verb failed and why
+// and wrap one of the sentinels listed with [ErrInvalidArgument], for
+// errors.Is. Posting fails only for immediate faults (queue full, bad
+// opcode, QP state), with a [PostError]. Everything else arrives as a work
+// completion whose [WCStatus] prints like ibv_wc_status_str.
+//
+// Every object has Close, with libibverbs' order rules: closing a PD with
+// open MRs or QPs, or a CQ a QP uses, fails with [ErrBusy]; closing twice
+// returns nil; other use of a closed object fails with [ErrClosed]. Closing
+// the Device flushes the work its QPs hold (see [Device]).
 package verbs

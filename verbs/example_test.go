@@ -1,7 +1,10 @@
 package verbs_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log"
 	"net/netip"
 
@@ -122,4 +125,54 @@ func Example_oneSided() {
 	// IBV_WC_FETCH_ADD
 	// server memory: "one-sided", counter 5
 	// read back: "one-sided"
+}
+
+// Objects close in libibverbs' order: a QP before the PD and CQs it uses,
+// MRs before their PD. Out of order, Close fails with ErrBusy and changes
+// nothing; a closed object refuses to work with ErrClosed, and closing it
+// again is harmless.
+func Example_lifecycle() {
+	e := newEnd()
+	defer e.dev.Close()
+	mr, err := e.pd.RegMR(make([]byte, 64), verbs.AccessLocalWrite)
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = e.pd.Close()
+	fmt.Println(errors.Is(err, verbs.ErrBusy), err)
+	for _, c := range []io.Closer{e.qp, e.cq, mr, e.pd} {
+		if err := c.Close(); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Println(e.qp.PostRecv(&verbs.RecvWR{WRID: 1}))
+	fmt.Println(e.pd.Close())
+	// Output:
+	// true verbs: close PD: resource busy: 1 MR(s) and 1 QP(s) still open
+	// verbs: post recv: QP 0x000011: work request 0 of the chain: closed
+	// <nil>
+}
+
+// Closing a device completes the work its QPs hold with WR_FLUSH_ERR, as
+// a QP moved to the error state does; once those are polled, its CQs say
+// ErrClosed, so a waiter never hangs.
+func Example_deviceClose() {
+	e := newEnd()
+	err := e.qp.Modify(&verbs.QPAttr{State: verbs.QPStateInit, PortNum: 1},
+		verbs.QPAttrState|verbs.QPAttrPKeyIndex|verbs.QPAttrPort|verbs.QPAttrAccessFlags)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := e.qp.PostRecv(&verbs.RecvWR{WRID: 1}); err != nil {
+		log.Fatal(err)
+	}
+	e.dev.Close()
+	wcs := make([]verbs.WC, 4)
+	n, err := e.cq.Wait(context.Background(), wcs)
+	fmt.Println(n, wcs[0].WRID, wcs[0].Status, wcs[0].Opcode, err)
+	_, err = e.cq.Wait(context.Background(), wcs)
+	fmt.Println(err)
+	// Output:
+	// 1 1 Work Request Flushed Error IBV_WC_RECV <nil>
+	// verbs: poll CQ: closed
 }

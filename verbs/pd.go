@@ -29,7 +29,7 @@ func (pd *PD) Close() error {
 		return nil
 	}
 	if pd.mrs > 0 || pd.qps > 0 {
-		return errorf("close PD", "%w: %d MRs and %d QPs still open", ErrBusy, pd.mrs, pd.qps)
+		return errorf("close PD", "%w: %d MR(s) and %d QP(s) still open", ErrBusy, pd.mrs, pd.qps)
 	}
 	pd.closed = true
 	return nil
