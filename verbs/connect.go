@@ -1,6 +1,6 @@
 package verbs
 
-import "fmt"
+import "github.com/goverbs/goverbs/internal/ib"
 
 // Endpoint is what two sides of an RC connection exchange out of band
 // (ibv_rc_pingpong sends the same over TCP): QP number, first PSN, GID and,
@@ -68,8 +68,8 @@ func (qp *QP) ConnectRC(localPSN uint32, remote Endpoint, o ConnectOptions) erro
 			QPAttrState | QPAttrSQPSN | QPAttrTimeout | QPAttrRetryCnt | QPAttrRNRRetry | QPAttrMaxQPRdAtomic},
 	}
 	for _, s := range steps {
-		if err := qp.Modify(&s.attr, s.mask); err != nil {
-			return fmt.Errorf("connect RC: %w", err)
+		if err := qp.e.Modify(engineQPAttr(&s.attr), ib.QPAttrMask(s.mask)); err != nil {
+			return errorf("connect RC", "QP 0x%06x to %v: %w", uint32(qp.QPN()), s.attr.State, err)
 		}
 	}
 	return nil

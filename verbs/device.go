@@ -180,7 +180,7 @@ func ParseAddr(s string) (netip.AddrPort, error) {
 	}
 	a, err := netip.ParseAddr(s)
 	if err != nil {
-		return netip.AddrPort{}, errorf("parse address", "%w: %q: want IP or IP:port", ErrInvalidArgument, s)
+		return netip.AddrPort{}, errorf("parse address", "%w: invalid device address %q: want IP or IP:port", ErrInvalidArgument, s)
 	}
 	return netip.AddrPortFrom(a, 4791), nil
 }
