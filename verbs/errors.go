@@ -16,7 +16,7 @@ import (
 // ones the engine underneath returns.
 var (
 	// ErrInvalidArgument: a value out of range or inconsistent (EINVAL).
-	ErrInvalidArgument = engine.ErrInvalidArg
+	ErrInvalidArgument = engine.ErrInvalidArgument
 	// ErrNotSupported: valid in libibverbs, not implemented by this
 	// device (EOPNOTSUPP), such as UC and UD QPs or resizing a QP.
 	ErrNotSupported = engine.ErrNotSupported

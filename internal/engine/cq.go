@@ -48,7 +48,7 @@ func (cq *CQ) Close() { cq.closed.Store(true) }
 // number of completions waiting.
 func (cq *CQ) Resize(n int) error {
 	if n < 1 || n > MaxCQE {
-		return fmt.Errorf("%w: %d entries, must be 1..%d", ErrInvalidArg, n, MaxCQE)
+		return fmt.Errorf("%w: %d entries, must be 1..%d", ErrInvalidArgument, n, MaxCQE)
 	}
 	cq.pollMu.Lock()
 	defer cq.pollMu.Unlock()
@@ -58,7 +58,7 @@ func (cq *CQ) Resize(n int) error {
 		return ErrClosed
 	}
 	if held := cq.ring.Len(); n < held {
-		return fmt.Errorf("%w: %d entries, but %d completions are waiting", ErrInvalidArg, n, held)
+		return fmt.Errorf("%w: %d entries, but %d completions are waiting", ErrInvalidArgument, n, held)
 	}
 	r := queue.New[WC](n)
 	for s := cq.ring.Peek(); s != nil; s = cq.ring.Peek() {

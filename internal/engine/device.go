@@ -145,7 +145,7 @@ func (d *Device) AllocPD() (uint32, error) {
 // CreateCQ creates a completion queue with room for at least n entries.
 func (d *Device) CreateCQ(n int) (*CQ, error) {
 	if n < 1 || n > MaxCQE {
-		return nil, fmt.Errorf("%w: %d entries, must be 1..%d", ErrInvalidArg, n, MaxCQE)
+		return nil, fmt.Errorf("%w: %d entries, must be 1..%d", ErrInvalidArgument, n, MaxCQE)
 	}
 	if d.Closed() {
 		return nil, ErrClosed

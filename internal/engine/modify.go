@@ -31,7 +31,7 @@ func (qp *QP) modify(attr *QPAttr, mask ib.QPAttrMask) error {
 		next = attr.State
 	}
 	if mask&ib.QPAttrCurState != 0 && attr.CurState != cur {
-		return fmt.Errorf("%w: current state is %v, not %v", ErrInvalidArg, cur, attr.CurState)
+		return fmt.Errorf("%w: current state is %v, not %v", ErrInvalidArgument, cur, attr.CurState)
 	}
 	if err := ib.CheckTransition(qp.typ, cur, next, mask); err != nil {
 		return err
@@ -63,7 +63,7 @@ func (qp *QP) modify(attr *QPAttr, mask ib.QPAttrMask) error {
 // checkValues validates the attribute values the mask names (rxe_qp.c
 // rxe_qp_chk_attr and ib_modify_qp_is_ok).
 func (qp *QP) checkValues(a *QPAttr, mask ib.QPAttrMask) error {
-	bad := func(what string, v any) error { return fmt.Errorf("%w: %s %v", ErrInvalidArg, what, v) }
+	bad := func(what string, v any) error { return fmt.Errorf("%w: %s %v", ErrInvalidArgument, what, v) }
 	if mask&ib.QPAttrPort != 0 && a.PortNum != 1 {
 		return bad("port", a.PortNum)
 	}

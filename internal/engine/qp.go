@@ -64,20 +64,20 @@ type QP struct {
 // Errors of QP verbs. Posting errors are sentinels; PostSend and PostRecv
 // return them with the index of the request of a chain that failed.
 var (
-	ErrQPState       = errors.New("QP state does not allow this")
-	ErrQueueFull     = errors.New("work queue full")
-	ErrTooManySGE    = errors.New("too many scatter/gather elements")
-	ErrBadOpcode     = errors.New("opcode not supported on this QP")
-	ErrMessageSize   = errors.New("message larger than the maximum")
-	ErrAtomicLength  = errors.New("atomic operation needs exactly 8 bytes")
-	ErrAtomicAlign   = errors.New("atomic remote address not 8-byte aligned")
-	ErrInlineSize    = errors.New("inline data larger than max_inline_data")
-	ErrInlineOpcode  = errors.New("inline data only with SEND and RDMA WRITE")
-	ErrInlineAccess  = errors.New("inline data outside a registered region")
-	ErrInvalidSGE    = errors.New("SGE with lkey 0, which names no memory region")
-	ErrInvalidArg    = errors.New("invalid argument")
-	ErrNotSupported  = errors.New("not supported")
-	ErrBadCapability = errors.New("QP capability out of range")
+	ErrQPState         = errors.New("QP state does not allow this")
+	ErrQueueFull       = errors.New("work queue full")
+	ErrTooManySGE      = errors.New("too many scatter/gather elements")
+	ErrBadOpcode       = errors.New("opcode not supported on this QP")
+	ErrMessageSize     = errors.New("message larger than the maximum")
+	ErrAtomicLength    = errors.New("atomic operation needs exactly 8 bytes")
+	ErrAtomicAlign     = errors.New("atomic remote address not 8-byte aligned")
+	ErrInlineSize      = errors.New("inline data larger than max_inline_data")
+	ErrInlineOpcode    = errors.New("inline data only with SEND and RDMA WRITE")
+	ErrInlineAccess    = errors.New("inline data outside a registered region")
+	ErrInvalidSGE      = errors.New("SGE with lkey 0, which names no memory region")
+	ErrInvalidArgument = errors.New("invalid argument")
+	ErrNotSupported    = errors.New("not supported")
+	ErrBadCapability   = errors.New("QP capability out of range")
 )
 
 // CreateQP creates a QP in the RESET state in protection domain pd.
@@ -86,12 +86,12 @@ func (d *Device) CreateQP(pd uint32, init *QPInitAttr) (*QP, error) {
 		return nil, fmt.Errorf("type %v: %w", init.Type, ErrNotSupported)
 	}
 	if init.SendCQ == nil || init.RecvCQ == nil {
-		return nil, fmt.Errorf("%w: send and receive CQs are required", ErrInvalidArg)
+		return nil, fmt.Errorf("%w: send and receive CQs are required", ErrInvalidArgument)
 	}
 	// A QP completes into its own device's CQs only: a CQ of another
 	// device would keep receiving completions after that device closed.
 	if init.SendCQ.dev != d || init.RecvCQ.dev != d {
-		return nil, fmt.Errorf("%w: CQ belongs to another device", ErrInvalidArg)
+		return nil, fmt.Errorf("%w: CQ belongs to another device", ErrInvalidArgument)
 	}
 	if init.SendCQ.closed.Load() || init.RecvCQ.closed.Load() {
 		return nil, fmt.Errorf("CQ: %w", ErrClosed)
