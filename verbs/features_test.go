@@ -93,7 +93,7 @@ func TestIPv6(t *testing.T) {
 	}
 }
 
-// TestDeregisteredKey: once Dereg returns, the old rkey is refused.
+// TestDeregisteredKey: once MR.Close returns, the old rkey is refused.
 func TestDeregisteredKey(t *testing.T) {
 	p := verbstest.New(t, verbstest.Options{})
 	target, err := p.B.PD.RegMR(make([]byte, 64), rwra)
@@ -114,7 +114,7 @@ func TestDeregisteredKey(t *testing.T) {
 	wr.WRID = 2
 	post(t, p.A.QP, &wr)
 	if wc := verbstest.MustPoll(t, p.A.SendCQ, 1)[0]; wc.Status != verbs.WCRemAccessErr {
-		t.Fatalf("after Dereg: %+v, want remote access error", wc)
+		t.Fatalf("after Close: %+v, want remote access error", wc)
 	}
 	if !bytes.Equal(target.Bytes(), make([]byte, 64)) {
 		t.Error("a WRITE reached deregistered memory")
