@@ -65,6 +65,10 @@ type Config struct {
 	// Addr is the device's RoCE address: an IP with optional :port. Empty
 	// means the local address of the TCP connection, on port 4791.
 	Addr string
+	// Stats, if set, sees the device at the end of the run, successful or
+	// not, before it closes: the tool prints its counters there when
+	// GOVERBS_COUNTERS=1, so that retransmissions show beside a figure.
+	Stats func(*verbs.Device)
 }
 
 // client reports whether this side connects (and drives the BW tests).

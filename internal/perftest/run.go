@@ -34,6 +34,9 @@ func Run(cfg Config, stdout io.Writer) error {
 		return err
 	}
 	defer s.close()
+	if cfg.Stats != nil {
+		defer cfg.Stats(s.dev)
+	}
 	s.mtu = verbs.MTU(setup.MTU)
 	r := &runner{cfg: &cfg, s: s, ctl: ctl, conn: c, out: stdout, known: make([]bool, cfg.QPs)}
 	printTestInfo(stdout, &cfg, testInfo{dev: s.dev.Name(), mtu: s.mtu.Bytes(), gidIx: s.gidIx, outReads: int(s.my[0].OutReads)})

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/goverbs/goverbs/internal/leakcheck"
+	"github.com/goverbs/goverbs/verbs"
 )
 
 // side is what one side of a run printed and held at its end.
@@ -24,6 +25,8 @@ type side struct {
 	buf  []byte // the whole buffer after the run
 	buff int    // the size of each region
 	qps  int
+	// counters are the device's counters at the end, by name.
+	counters map[string]uint64
 }
 
 // local and remote are QP i's own region and the one its peer targets.
@@ -83,6 +86,16 @@ func runSides(t *testing.T, tool string, srvArgs, cliArgs []string) (srv, cli si
 		return cfg
 	}
 	srvCfg, cliCfg := parse(srvArgs), parse(cliArgs, "--addr", "127.0.1.1", "127.0.1.2")
+	stats := func(x *side) func(*verbs.Device) {
+		return func(d *verbs.Device) {
+			c := d.Counters()
+			x.counters = make(map[string]uint64)
+			for i := range verbs.NumCounters {
+				x.counters[verbs.Counter(i).String()] = c.Get(verbs.Counter(i))
+			}
+		}
+	}
+	srvCfg.Stats, cliCfg.Stats = stats(&srv), stats(&cli)
 	var srvOut, cliOut bytes.Buffer
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -410,6 +423,9 @@ func TestMultiQP(t *testing.T) {
 				switch tool {
 				case "ib_write_bw", "ib_send_bw":
 					got, want = srv.remote(i)[:size], pattern(true, q*cli.buff)[i*cli.buff:][:size]
+					if n := srv.counters["rdma_recvs"]; tool == "ib_send_bw" && n != uint64(q*iters) {
+						t.Errorf("%s: the server completed %d receives, want %d", name, n, q*iters)
+					}
 				case "ib_read_bw":
 					got, want = cli.local(i)[:size], pattern(false, 2*q*srv.buff)[(q+i)*srv.buff:][:size]
 				case "ib_atomic_bw":
