@@ -75,11 +75,13 @@ run() {
 	port=$((port + 10))
 	measure "$@"
 }
-# wait_listen PORT: wait (~3 s at most) until something in the namespace
-# listens on the TCP port.
+# wait_listen PORT PID: wait (~3 s at most) until something in the
+# namespace listens on the TCP port; give up at once when the server PID
+# has exited.
 wait_listen() {
 	for _ in $(seq 60); do
 		inns ss -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
+		kill -0 "$2" 2>/dev/null || return 1
 		sleep 0.05
 	done
 	return 1
@@ -113,7 +115,7 @@ gv() {
 		p+=($!)
 	done
 	for ((i = 1; i <= pairs; i++)); do
-		wait_listen $((port + i)) || { log "  goverbs $key: server $i did not listen"; ok=0; }
+		wait_listen $((port + i)) "${p[i - 1]}" || { log "  goverbs $key: server $i did not listen"; ok=0; }
 	done
 	for ((i = 1; i <= pairs; i++)); do
 		srvaddr=127.0.0.2 cliarg=()
@@ -175,21 +177,34 @@ am_bw_8 -t am_bw -D short -s 8 -n $((NUCX * 20)) -w 2000
 am_bw_64k -t am_bw -D zcopy -s 65536 -n $NUCX -w 200
 put_bw_64k -t put_bw -D zcopy -s 65536 -n $NUCX -w 200
 EOF
-ucx_tcp() {
-	command -v ucx_perftest >/dev/null || return 0
-	local env="UCX_NET_DEVICES=lo UCX_WARN_UNUSED_ENV_VARS=n" out
-	# shellcheck disable=SC2086 # $env is a list of assignments
-	inns env $env timeout 90 taskset -c 0 ucx_perftest -p "$port" -b "$ucx_batch" -x tcp -d lo >"$work/ucx.srv.$rep" 2>&1 &
+# peer NAME SERVERLOG SERVER... -- CLIENT...: start a peer tool's server in
+# the namespace, wait until it listens on $port, run its client and print
+# what the client printed; nothing if the server did not start.
+peer() {
+	local name=$1 srvlog=$2 srv=()
+	shift 2
+	while [[ $# -gt 0 && $1 != -- ]]; do
+		srv+=("$1")
+		shift
+	done
+	shift
+	inns "${srv[@]}" >"$srvlog" 2>&1 &
 	local spid=$!
-	if ! wait_listen "$port"; then
-		log "  UCX: the server did not start"
+	if ! wait_listen "$port" "$spid"; then
+		log "  $name: the server did not start"
 		kill "$spid" 2>/dev/null || true
 		wait "$spid" 2>/dev/null || true
 		return 0
 	fi
-	# shellcheck disable=SC2086
-	out=$(inns env $env timeout 90 taskset -c 1 ucx_perftest 127.0.0.1 -p "$port" -b "$ucx_batch" -f -x tcp -d lo 2>&1) || log "  UCX: client exit $?"
+	inns "$@" 2>&1 || log "  $name: client exit $?"
 	wait "$spid" 2>/dev/null || true
+}
+
+ucx_tcp() {
+	command -v ucx_perftest >/dev/null || return 0
+	local env=(env UCX_NET_DEVICES=lo UCX_WARN_UNUSED_ENV_VARS=n) out
+	out=$(peer UCX "$work/ucx.srv.$rep" "${env[@]}" timeout 90 taskset -c 0 ucx_perftest -p "$port" -b "$ucx_batch" -x tcp -d lo -- \
+		"${env[@]}" timeout 90 taskset -c 1 ucx_perftest 127.0.0.1 -p "$port" -b "$ucx_batch" -f -x tcp -d lo)
 	echo "$out" >"$work/ucx.cli.$rep"
 	echo "$out" | awk 'NF == 9 && $2 ~ /^[0-9]+$/ {
 		if ($1 ~ /_lat_/) printf "RESULT ucx_tcp_%s %s us\n", $1, $3
@@ -197,23 +212,15 @@ ucx_tcp() {
 	}'
 }
 
-# fi NAME SIZE ITERS: libfabric fi_pingpong over the tcp provider (msg
+# fi_tcp SIZE ITERS: libfabric fi_pingpong over the tcp provider (msg
 # endpoints); figures: mean one-way latency and ping-pong bandwidth.
 fi_tcp() {
 	command -v fi_pingpong >/dev/null || return 0
-	local size=$1 iters=$2 out
-	inns env FI_LOG_LEVEL=warn timeout 60 taskset -c 0 fi_pingpong -p tcp -e msg -S "$size" -I "$iters" -B "$port" >"$work/fi.srv.$size.$rep" 2>&1 &
-	local spid=$!
-	if ! wait_listen "$port"; then
-		log "  libfabric: the server did not start"
-		kill "$spid" 2>/dev/null || true
-		wait "$spid" 2>/dev/null || true
-		return 0
-	fi
-	out=$(inns env FI_LOG_LEVEL=warn timeout 60 taskset -c 1 fi_pingpong -p tcp -e msg -S "$size" -I "$iters" -P "$port" 127.0.0.1 2>&1) || log "  libfabric $size B: client exit $?"
-	wait "$spid" 2>/dev/null || true
-	echo "$out" | awk -v s="$size" 'NF == 8 && $7 ~ /^[0-9.]+$/ {
-		printf "RESULT fi_tcp_msg_%s_lat %s us\n", s, $7; printf "RESULT fi_tcp_msg_%s_ppbw %.4f GB/s\n", s, $6 / 1000 }'
+	local size=$1 iters=$2 env=(env FI_LOG_LEVEL=warn)
+	peer libfabric "$work/fi.srv.$size.$rep" "${env[@]}" timeout 60 taskset -c 0 fi_pingpong -p tcp -e msg -S "$size" -I "$iters" -B "$port" -- \
+		"${env[@]}" timeout 60 taskset -c 1 fi_pingpong -p tcp -e msg -S "$size" -I "$iters" -P "$port" 127.0.0.1 |
+		awk -v s="$size" 'NF == 8 && $7 ~ /^[0-9.]+$/ {
+			printf "RESULT fi_tcp_msg_%s_lat %s us\n", s, $7; printf "RESULT fi_tcp_msg_%s_ppbw %.4f GB/s\n", s, $6 / 1000 }'
 }
 
 for rep in $(seq 1 "$REPS"); do

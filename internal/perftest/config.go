@@ -26,8 +26,10 @@ const (
 	// every message, so that the bandwidth is not computed from a few
 	// completions (perftest's MSG_SIZE_CQ_MOD_LIMIT).
 	cqModLimit = 8192
-	// noPeakIters is the iteration count above which BW tests skip the
-	// quadratic peak search.
+	// noPeakIters is the operation count above which BW tests skip the
+	// quadratic peak search. perftest counts the iterations of one QP;
+	// goverbs counts those of all -q QPs, whose operations the search
+	// walks.
 	noPeakIters = 20000
 )
 
@@ -215,7 +217,7 @@ func (c *Config) check(set map[string]bool, connType string) error {
 		if t.Verb == Send {
 			c.RxDepth = min(c.RxDepth, c.Iters)
 		}
-		if !t.Lat && c.Iters > noPeakIters {
+		if !t.Lat && c.Iters*c.QPs > noPeakIters {
 			c.NoPeak = true
 		}
 	}

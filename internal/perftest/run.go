@@ -101,11 +101,11 @@ type runner struct {
 }
 
 // ErrQPCount reports a peer that runs with another number of QPs. perftest
-// 4.5 does not exchange -q (CONNECT.md §2.2): each side sends one key
-// message per QP and reads as many, so the sides drift apart and read
-// other items as keys, or key text as a report. The first messages give
-// the mismatch away: every copy of a QP's key is identical, and each QP has
-// its own QPN.
+// 4.5 does not exchange -q (only versions from 6.28 negotiate it): each
+// side sends one key message per QP and reads as many, so the sides drift
+// apart and read other items as keys, or key text as a report. The first
+// messages give the mismatch away: every copy of a QP's key is identical,
+// and each QP has its own QPN.
 var ErrQPCount = errors.New("the peer runs with another number of QPs: give both sides the same -q")
 
 // hs is one key-message exchange for QP i; perftest uses them as barriers,
