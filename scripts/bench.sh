@@ -8,8 +8,9 @@
 # from apt-get when missing, and a peer that cannot be had shows as "n/a".
 # Not part of CI.
 #
-# Usage (as root): scripts/bench.sh      REPS=3 repetitions, ~3-6 min
-#         QUICK=1 scripts/bench.sh        one short repetition, ~1 min, for testing
+# Usage (as root): scripts/bench.sh      REPS=3 repetitions, ~3 min on a quiet machine
+#         QUICK=1 scripts/bench.sh        one short repetition, ~35 s quiet, for testing
+#                                         (both take 2-3 times as long while others compile)
 #         REPS=5 scripts/bench.sh         more repetitions (figures are medians)
 #
 # Everything runs inside the private network namespace of lib.sh (only
@@ -52,7 +53,7 @@ command -v go >/dev/null || { echo "bench.sh: Go not found (expected /usr/local/
 log "building goverbs, the reference programs of $bench and the vCPU probe into $work and $BUILD"
 (cd "$root" && CGO_ENABLED=0 go build -o "$work/goverbs" ./cmd/goverbs)
 mkdir -p "$BUILD"
-(cd "$bench/go" && go build -o "$BUILD/gobench" .)
+(cd "$bench/go" && go build -o "$BUILD/gobench" .) || log "the raw Go references did not build; they show n/a"
 build_probe || log "the probe did not build; vCPU modes show ?"
 G=$BUILD/gobench
 GV=$work/goverbs
