@@ -21,8 +21,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/goverbs/goverbs/internal/devinfo"
 	"github.com/goverbs/goverbs/internal/perftest"
 	"github.com/goverbs/goverbs/internal/pingpong"
+	"github.com/goverbs/goverbs/verbs"
 )
 
 func main() {
@@ -63,6 +65,9 @@ func perftestTool(name string, args []string, stdout, stderr io.Writer) error {
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if os.Getenv("GOVERBS_COUNTERS") == "1" {
+		cfg.Stats = func(d *verbs.Device) { devinfo.Stat(stderr, d) }
 	}
 	return perftest.Run(cfg, stdout)
 }

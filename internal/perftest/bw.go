@@ -10,11 +10,12 @@ import (
 // CTX_POLL_BATCH).
 const pollBatch = 16
 
-// sendWR is the work request of the test's verb: size bytes from the
-// start of the local half to the peer's advertised address.
-func (r *runner) sendWR(size int) verbs.SendWR {
+// sendWR is the work request of the test's verb on QP i: size bytes from
+// the start of the QP's local region to the address the peer's QP i
+// advertised.
+func (r *runner) sendWR(i, size int) verbs.SendWR {
 	s := r.s
-	wr := verbs.SendWR{SGList: []verbs.SGE{s.mr.SGE(0, size)}, RemoteAddr: s.rem.VAddr, RKey: verbs.RKey(s.rem.RKey)}
+	wr := verbs.SendWR{SGList: []verbs.SGE{s.mr.SGE(s.local(i), size)}, RemoteAddr: s.rem[i].VAddr, RKey: verbs.RKey(s.rem[i].RKey)}
 	switch r.cfg.Test.Verb {
 	case Send:
 		wr.Opcode = verbs.WRSend
@@ -35,37 +36,51 @@ func (r *runner) sendWR(size int) verbs.SendWR {
 	return wr
 }
 
-// bwClient posts size-byte operations, up to tx depth outstanding and a
-// completion requested every CQ-moderation posts and for the last, and
-// measures them (perftest's run_iter_bw).
+// wrID tags a send with its QP and its number on that QP, so that one
+// completion tells which QP's operations it completes.
+func wrID(qp, n int) uint64 { return uint64(qp)<<32 | uint64(n) }
+
+// bwClient posts size-byte operations on every QP in turn, up to tx depth
+// outstanding per QP and a completion requested every CQ-moderation posts
+// and for the last, and measures them (perftest's run_iter_bw). Each QP
+// runs the iterations, so the report counts iters × QPs.
 func (r *runner) bwClient(size int) (Report, error) {
 	cfg, s := r.cfg, r.s
-	n := cfg.Iters
+	q, n := len(s.qps), cfg.Iters
+	total := q * n
 	peak := !cfg.NoPeak
 	var posted, completed []int64
 	if peak {
-		posted, completed = make([]int64, n), make([]int64, n)
+		posted, completed = make([]int64, total), make([]int64, total)
 	}
 	d := startDuration(cfg)
 	defer d.halt()
-	wr := r.sendWR(size)
-	base := wr.Flags
+	wrs := make([]verbs.SendWR, q)
+	for i := range wrs {
+		wrs[i] = r.sendWR(i, size)
+	}
+	base := wrs[0].Flags
 	wcs := make([]verbs.WC, pollBatch)
-	scnt, ccnt := 0, 0
+	scnt, ccnt := make([]int, q), make([]int, q) // per QP
+	tscnt, tccnt := 0, 0                         // over all QPs
 	start := now()
-	for ccnt < n || d != nil {
-		for (d != nil || scnt < n) && scnt-ccnt < cfg.TxDepth && !d.over() {
-			wr.WRID, wr.Flags = uint64(scnt), base
-			if (scnt+1)%cfg.CQMod == 0 || (d == nil && scnt == n-1) {
-				wr.Flags |= verbs.SendSignaled
+	for tccnt < total || d != nil {
+		for i, qp := range s.qps {
+			wr := &wrs[i]
+			for (d != nil || scnt[i] < n) && scnt[i]-ccnt[i] < cfg.TxDepth && !d.over() {
+				wr.WRID, wr.Flags = wrID(i, scnt[i]), base
+				if (scnt[i]+1)%cfg.CQMod == 0 || (d == nil && scnt[i] == n-1) {
+					wr.Flags |= verbs.SendSignaled
+				}
+				if peak {
+					posted[tscnt] = now()
+				}
+				if err := qp.PostSend(wr); err != nil {
+					return Report{}, fmt.Errorf("Couldn't post send: qp %d scnt=%d: %w", i, scnt[i], err)
+				}
+				scnt[i]++
+				tscnt++
 			}
-			if peak {
-				posted[scnt] = now()
-			}
-			if err := s.qp.PostSend(&wr); err != nil {
-				return Report{}, fmt.Errorf("Couldn't post send: scnt=%d: %w", scnt, err)
-			}
-			scnt++
 		}
 		if d.over() {
 			break
@@ -80,13 +95,17 @@ func (r *runner) bwClient(size int) (Report, error) {
 		t := now()
 		for _, wc := range wcs[:k] {
 			if wc.Status != verbs.WCSuccess {
-				return Report{}, completionError(&wc, scnt, ccnt)
+				return Report{}, completionError(&wc, tscnt, tccnt)
 			}
-			done := int(wc.WRID) + 1
-			for ; ccnt < done; ccnt++ {
+			i, done := int(wc.WRID>>32), int(uint32(wc.WRID))+1
+			if i >= q || done > scnt[i] {
+				return Report{}, fmt.Errorf("completion of an operation never posted: wr_id %#x", wc.WRID)
+			}
+			for ; ccnt[i] < done; ccnt[i]++ {
 				if peak {
-					completed[ccnt] = t
+					completed[tccnt] = t
 				}
+				tccnt++
 				d.count(1)
 			}
 		}
@@ -96,22 +115,23 @@ func (r *runner) bwClient(size int) (Report, error) {
 		return bwReport(cfg, size, d.iters, d.window(), 0), nil
 	}
 	if !peak {
-		return bwReport(cfg, size, n, end-start, 0), nil
+		return bwReport(cfg, size, total, end-start, 0), nil
 	}
-	return bwReport(cfg, size, n, completed[n-1]-posted[0], peakDelta(posted, completed, cfg.CQMod)), nil
+	return bwReport(cfg, size, total, completed[total-1]-posted[0], peakDelta(posted, completed, cfg.CQMod)), nil
 }
 
-// bwServer receives the client's SENDs, reposting receives until iters
-// are posted, and measures from the first arrival (perftest's
-// run_iter_bw_server).
+// bwServer receives the client's SENDs on every QP, reposting receives
+// until each QP has iters posted, and measures from the first arrival
+// (perftest's run_iter_bw_server).
 func (r *runner) bwServer(size int) (Report, error) {
 	cfg := r.cfg
+	total := len(r.s.qps) * cfg.Iters
 	var d *durationRun
 	defer func() { d.halt() }()
 	wcs := make([]verbs.WC, pollBatch)
 	var first int64
 	rcnt := 0
-	for d != nil || rcnt < cfg.Iters {
+	for d != nil || rcnt < total {
 		k, err := r.s.rcq.Wait(d.context(), wcs)
 		if d.over() {
 			break
@@ -129,7 +149,7 @@ func (r *runner) bwServer(size int) (Report, error) {
 			}
 			rcnt++
 			d.count(1)
-			if err := r.repostRecv(d != nil); err != nil {
+			if err := r.repostRecv(int(wc.WRID), d != nil); err != nil {
 				return Report{}, err
 			}
 		}
@@ -146,29 +166,36 @@ func completionError(wc *verbs.WC, scnt, ccnt int) error {
 		uint8(wc.Status), wc.WRID, wc.VendorErr, scnt, ccnt, wc.Status)
 }
 
-// postRecvs posts the first receives of a size: rx depth of them, or
-// fewer when the run has fewer messages.
+// postRecvs posts the first receives of a size on every QP: rx depth of
+// them, or fewer when the run has fewer messages. QP i receives into the
+// region the peer's QP i targets; the receive's WRID is the QP's index.
 func (r *runner) postRecvs(size, n int) error {
-	r.recv = verbs.RecvWR{SGList: []verbs.SGE{r.s.mr.SGE(r.s.buff, size)}}
-	r.posted = 0
-	for range n {
-		if err := r.repostRecv(true); err != nil {
-			return err
+	q := len(r.s.qps)
+	r.recv, r.posted = make([]verbs.RecvWR, q), make([]int, q)
+	for i := range q {
+		r.recv[i] = verbs.RecvWR{WRID: uint64(i), SGList: []verbs.SGE{r.s.mr.SGE(r.s.remote(i), size)}}
+		for range n {
+			if err := r.repostRecv(i, true); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// repostRecv posts one more receive unless the iterations already have
-// theirs; a -D run (always) posts without limit.
-func (r *runner) repostRecv(always bool) error {
-	if !always && r.posted >= r.cfg.Iters {
+// repostRecv posts one more receive on QP i unless the iterations already
+// have theirs; a -D run (always) posts without limit.
+func (r *runner) repostRecv(i int, always bool) error {
+	if i < 0 || i >= len(r.recv) {
+		return fmt.Errorf("receive completion of an unknown QP: wr_id %d", i)
+	}
+	if !always && r.posted[i] >= r.cfg.Iters {
 		return nil
 	}
-	if err := r.s.qp.PostRecv(&r.recv); err != nil {
-		return fmt.Errorf("Couldn't post receive: %w", err)
+	if err := r.s.qps[i].PostRecv(&r.recv[i]); err != nil {
+		return fmt.Errorf("Couldn't post recv Qp=%d: %w", i, err)
 	}
-	r.posted++
+	r.posted[i]++
 	return nil
 }
 

@@ -21,12 +21,15 @@ const (
 	maxInline  = 912
 	maxSize    = 1 << 23 // the largest size of -a
 	maxGIDIdx  = 64
+	maxQPs     = 16384
 	// cqModLimit is the size above which completions are requested for
 	// every message, so that the bandwidth is not computed from a few
 	// completions (perftest's MSG_SIZE_CQ_MOD_LIMIT).
 	cqModLimit = 8192
-	// noPeakIters is the iteration count above which BW tests skip the
-	// quadratic peak search.
+	// noPeakIters is the operation count above which BW tests skip the
+	// quadratic peak search. perftest counts the iterations of one QP;
+	// goverbs counts those of all -q QPs, whose operations the search
+	// walks.
 	noPeakIters = 20000
 )
 
@@ -39,6 +42,7 @@ type Config struct {
 	Port     int    // -p: TCP port of the control channel
 	IBDev    string // -d: the goverbs device's name
 	IBPort   int    // -i: must be 1
+	QPs      int    // -q: QPs of a BW test, each running Iters operations
 	Size     int    // -s: message size
 	All      bool   // -a: sizes 2, 4, ... 2^23
 	Iters    int    // -n
@@ -63,6 +67,10 @@ type Config struct {
 	// Addr is the device's RoCE address: an IP with optional :port. Empty
 	// means the local address of the TCP connection, on port 4791.
 	Addr string
+	// Stats, if set, sees the device at the end of the run, successful or
+	// not, before it closes: the tool prints its counters there when
+	// GOVERBS_COUNTERS=1, so that retransmissions show beside a figure.
+	Stats func(*verbs.Device)
 }
 
 // client reports whether this side connects (and drives the BW tests).
@@ -75,7 +83,7 @@ func ParseArgs(prog string, args []string, stderr io.Writer) (Config, error) {
 	if !ok {
 		return Config{}, fmt.Errorf("unknown perftest tool %q", prog)
 	}
-	c := Config{Test: t, Prog: prog, Port: 18515, IBPort: 1, Iters: 1000, Timeout: 14, GIDIdx: -1,
+	c := Config{Test: t, Prog: prog, Port: 18515, IBPort: 1, Iters: 1000, Timeout: 14, GIDIdx: -1, QPs: 1,
 		Margin: -1, Atomic: FetchAndAdd, TxDepth: 128, RxDepth: 1, CQMod: 100, OutReads: -1}
 	switch {
 	case t.Verb == Atomic:
@@ -96,7 +104,6 @@ func ParseArgs(prog string, args []string, stderr io.Writer) (Config, error) {
 	}
 
 	connType := "RC"
-	qps := 1
 	fs := toolflag.New(prog, stderr, []toolflag.Option{
 		toolflag.Opt("p", "port", "port", "listen on/connect to TCP port <port> (default 18515)", &c.Port),
 		toolflag.Opt("d", "ib-dev", "dev", "name of the goverbs device (default goverbs0)", &c.IBDev),
@@ -120,7 +127,7 @@ func ParseArgs(prog string, args []string, stderr io.Writer) (Config, error) {
 		toolflag.Opt("F", "CPU-freq", "", "accepted for compatibility: goverbs measures time, not CPU cycles", &c.CPUFreq),
 		toolflag.Opt("", "report_gbits", "", "report bandwidth in Gb/s instead of MB/s", &c.Gbits),
 		toolflag.Opt("c", "connection", "type", "connection type: RC (the only one goverbs runs)", &connType),
-		toolflag.Opt("q", "qp", "num", "number of QPs: 1 (the only number goverbs runs)", &qps),
+		toolflag.Opt("q", "qp", "num", "number of QPs, each running the iterations (BW tests; default 1)", &c.QPs),
 		toolflag.Opt("", "addr", "ip[:port]", "goverbs: RoCE address of this device (default: the TCP connection's local address, port 4791)", &c.Addr),
 	})
 	hosts, set, err := fs.Parse(args)
@@ -135,12 +142,12 @@ func ParseArgs(prog string, args []string, stderr io.Writer) (Config, error) {
 		fs.Usage()
 		return c, fmt.Errorf("too many arguments: %q", hosts)
 	}
-	return c, c.check(set, connType, qps)
+	return c, c.check(set, connType)
 }
 
 // check applies perftest's range checks and its adjustments of one option
 // to another (force_dependecies in perftest_parameters.c).
-func (c *Config) check(set map[string]bool, connType string, qps int) error {
+func (c *Config) check(set map[string]bool, connType string) error {
 	isSet := func(short, long string) bool { return set[short] || set[long] }
 	t := c.Test
 	switch {
@@ -176,8 +183,10 @@ func (c *Config) check(set map[string]bool, connType string, qps int) error {
 		return errors.New("Only 15 Service levels")
 	case !strings.EqualFold(connType, "RC"):
 		return fmt.Errorf("connection type %s: goverbs runs the perftest tools over RC only", connType)
-	case qps != 1:
-		return errors.New("goverbs runs the perftest tools with one QP (-q 1)")
+	case isSet("q", "qp") && t.Lat:
+		return errors.New("Multiple QPs only available on bw tests")
+	case c.QPs < 1 || c.QPs > maxQPs:
+		return fmt.Errorf("num of Qps should be between 1 and %d", maxQPs)
 	}
 	if c.MTU != 0 {
 		if _, ok := verbs.MTUFromBytes(c.MTU); !ok {
@@ -208,7 +217,7 @@ func (c *Config) check(set map[string]bool, connType string, qps int) error {
 		if t.Verb == Send {
 			c.RxDepth = min(c.RxDepth, c.Iters)
 		}
-		if !t.Lat && c.Iters > noPeakIters {
+		if !t.Lat && c.Iters*c.QPs > noPeakIters {
 			c.NoPeak = true
 		}
 	}

@@ -37,7 +37,7 @@ func printTestInfo(w io.Writer, cfg *Config, s testInfo) {
 	fmt.Fprintln(w, ResultLine)
 	fmt.Fprintf(w, "                    %sTest\n", title)
 	fmt.Fprintf(w, " Dual-port       : OFF\t\tDevice         : %s\n", s.dev)
-	fmt.Fprintf(w, " Number of qps   : 1\t\tTransport type : IB\n")
+	fmt.Fprintf(w, " Number of qps   : %d\t\tTransport type : IB\n", cfg.QPs)
 	fmt.Fprintf(w, " Connection type : RC\t\tUsing SRQ      : OFF\n")
 	// ib_write_lat turns relaxed ordering off: it polls the last byte of
 	// each message, which must not land before the rest.

@@ -118,10 +118,10 @@ func (r *runner) latWrite(size int) (latResult, error) {
 	d := startDuration(r.cfg)
 	defer d.halt()
 	l := r.newLat(size)
-	wr := r.sendWR(size)
+	wr := r.sendWR(0, size)
 	wr.Flags |= verbs.SendSignaled
-	mark := &s.buf.Bytes()[size-1]           // last byte sent
-	arrived := &s.buf.Bytes()[s.buff+size-1] // last byte the peer writes
+	mark := &s.buf.Bytes()[size-1]                // last byte sent
+	arrived := &s.buf.Bytes()[s.remote(0)+size-1] // last byte the peer writes
 	server := !r.cfg.client()
 	wcs := make([]verbs.WC, 1)
 	scnt, rcnt := 0, 0
@@ -156,7 +156,7 @@ func (r *runner) latWrite(size int) (latResult, error) {
 // postWait posts one signalled operation, the scnt-th, and waits for its
 // completion, which a -D run counts; over reports that the run ended first.
 func (r *runner) postWait(d *durationRun, wr *verbs.SendWR, wcs []verbs.WC, scnt int) (over bool, err error) {
-	if err := r.s.qp.PostSend(wr); err != nil {
+	if err := r.s.qps[0].PostSend(wr); err != nil {
 		return false, fmt.Errorf("Couldn't post send: scnt=%d: %w", scnt, err)
 	}
 	if over, err = r.waitSend(d, wcs, scnt); err == nil && !over {
@@ -206,7 +206,7 @@ func (r *runner) latRead(size int) (latResult, error) {
 	d := startDuration(r.cfg)
 	defer d.halt()
 	l := r.newLat(size)
-	wr := r.sendWR(size)
+	wr := r.sendWR(0, size)
 	wr.Flags |= verbs.SendSignaled
 	wcs := make([]verbs.WC, 1)
 	for i := 0; (d != nil || i < n) && !d.over(); i++ {
@@ -233,7 +233,7 @@ func (r *runner) latSend(size int) (latResult, error) {
 	var d *durationRun
 	defer func() { d.halt() }()
 	l := r.newLat(size)
-	wr := r.sendWR(size)
+	wr := r.sendWR(0, size)
 	client := r.cfg.client()
 	wcs := make([]verbs.WC, 1)
 	scnt, rcnt := 0, 0
@@ -254,7 +254,7 @@ func (r *runner) latSend(size int) (latResult, error) {
 			}
 			rcnt++
 			d.count(1)
-			if err := r.repostRecv(duration); err != nil {
+			if err := r.repostRecv(0, duration); err != nil {
 				return l, err
 			}
 		}
@@ -268,7 +268,7 @@ func (r *runner) latSend(size int) (latResult, error) {
 		if signalled {
 			wr.Flags |= verbs.SendSignaled
 		}
-		if err := s.qp.PostSend(&wr); err != nil {
+		if err := s.qps[0].PostSend(&wr); err != nil {
 			return l, fmt.Errorf("Couldn't post send: scnt=%d: %w", scnt, err)
 		}
 		if !signalled {

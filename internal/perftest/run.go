@@ -1,6 +1,7 @@
 package perftest
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -33,9 +34,12 @@ func Run(cfg Config, stdout io.Writer) error {
 		return err
 	}
 	defer s.close()
+	if cfg.Stats != nil {
+		defer cfg.Stats(s.dev)
+	}
 	s.mtu = verbs.MTU(setup.MTU)
-	r := &runner{cfg: &cfg, s: s, ctl: ctl, conn: c, out: stdout}
-	printTestInfo(stdout, &cfg, testInfo{dev: s.dev.Name(), mtu: s.mtu.Bytes(), gidIx: s.gidIx, outReads: int(s.my.OutReads)})
+	r := &runner{cfg: &cfg, s: s, ctl: ctl, conn: c, out: stdout, known: make([]bool, cfg.QPs)}
+	printTestInfo(stdout, &cfg, testInfo{dev: s.dev.Name(), mtu: s.mtu.Bytes(), gidIx: s.gidIx, outReads: int(s.my[0].OutReads)})
 	fill(s, cfg.client())
 	var test func() error
 	switch t := cfg.Test; {
@@ -72,7 +76,7 @@ func fill(s *session, client bool) {
 	if client {
 		seed = 0xc3
 	}
-	end := s.buff
+	end := s.remote(0)
 	if s.cfg.Test.Verb == Read {
 		end = len(b)
 	}
@@ -88,54 +92,90 @@ type runner struct {
 	ctl  *Conn
 	conn net.Conn // the control connection under ctl
 	out  io.Writer
-	// recv is the receive of SEND tests; posted counts those posted for
-	// the current size.
-	recv   verbs.RecvWR
-	posted int
+	// recv is each QP's receive in SEND tests; posted counts those posted
+	// on each QP for the current size.
+	recv   []verbs.RecvWR
+	posted []int
+	// known marks the QPs whose peer key has arrived.
+	known []bool
 }
 
-// hs is one key-message exchange; perftest uses them as barriers, and
-// every copy carries the full record, which overwrites the peer's.
-func (r *runner) hs() error {
-	rem, err := r.ctl.Handshake(&r.s.my)
+// ErrQPCount reports a peer that runs with another number of QPs. perftest
+// 4.5 does not exchange -q (only versions from 6.28 negotiate it): each
+// side sends one key message per QP and reads as many, so the sides drift
+// apart and read other items as keys, or key text as a report. The first
+// messages give the mismatch away: every copy of a QP's key is identical,
+// and each QP has its own QPN.
+var ErrQPCount = errors.New("the peer runs with another number of QPs: give both sides the same -q")
+
+// hs is one key-message exchange for QP i; perftest uses them as barriers,
+// with QP 0's key, as well. The first key of each QP is kept; every later
+// copy must equal it.
+func (r *runner) hs(i int) error {
+	rem, err := r.ctl.Handshake(&r.s.my[i])
 	if err != nil {
 		return fmt.Errorf("Failed to exchange data between server and clients: %w", err)
 	}
-	r.s.rem = rem
+	if r.known[i] {
+		if rem != r.s.rem[i] {
+			return fmt.Errorf("%w (QP %d: the peer's key message changed from QPN %#x to QPN %#x)", ErrQPCount, i, r.s.rem[i].QPN, rem.QPN)
+		}
+		return nil
+	}
+	for j := range i {
+		if r.s.rem[j].QPN == rem.QPN {
+			return fmt.Errorf("%w (QP %d: the peer sent the key of its QPN %#x again)", ErrQPCount, i, rem.QPN)
+		}
+	}
+	r.s.rem[i], r.known[i] = rem, true
 	return nil
 }
 
-// hsConnect is the common opening: extra handshakes, the key exchange,
-// RTR (and RTS), then the connection lines of both sides, the remote one
-// after another exchange. extra is the number of handshakes before the
-// first, after is the number between the connection and the printing of
-// this side's line.
-func (r *runner) hsConnect(extra int, rts bool, after int) error {
-	for range extra + 1 {
-		if err := r.hs(); err != nil {
+// hsAll is one key-message exchange per QP.
+func (r *runner) hsAll(print string) error {
+	for i := range r.s.qps {
+		if err := r.hs(i); err != nil {
 			return err
 		}
+		if print != "" {
+			printDest(r.out, print, &r.s.rem[i], r.cfg.Test.Verb)
+		}
+	}
+	return nil
+}
+
+// hsConnect is the common opening: extra handshakes, the key exchange of
+// every QP, RTR (and RTS), then the connection lines of both sides, each
+// remote one after another exchange for its QP. extra is the number of
+// handshakes before the first, after is the number between the connection
+// and the printing of this side's lines.
+func (r *runner) hsConnect(extra int, rts bool, after int) error {
+	for range extra {
+		if err := r.hs(0); err != nil {
+			return err
+		}
+	}
+	if err := r.hsAll(""); err != nil {
+		return err
 	}
 	if err := r.s.connect(rts); err != nil {
 		return err
 	}
 	for range after {
-		if err := r.hs(); err != nil {
+		if err := r.hs(0); err != nil {
 			return err
 		}
 	}
-	printDest(r.out, "local", &r.s.my, r.cfg.Test.Verb)
-	if err := r.hs(); err != nil {
-		return err
+	for i := range r.s.my {
+		printDest(r.out, "local", &r.s.my[i], r.cfg.Test.Verb)
 	}
-	printDest(r.out, "remote", &r.s.rem, r.cfg.Test.Verb)
-	return nil
+	return r.hsAll("remote")
 }
 
 // close is perftest's ctx_close_connection: a last handshake, then "done"
 // and a NUL, after which each side closes without reading.
 func (r *runner) close() error {
-	if err := r.hs(); err != nil {
+	if err := r.hs(0); err != nil {
 		return fmt.Errorf("Failed to close connection between server and client: %w", err)
 	}
 	if _, err := r.ctl.rw.Write([]byte("done\x00")); err != nil {
@@ -163,12 +203,12 @@ func (r *runner) rdmaBW() error {
 	if err := r.hsConnect(0, client, 0); err != nil {
 		return err
 	}
-	if err := r.hs(); err != nil { // after RTR
+	if err := r.hs(0); err != nil { // after RTR
 		return err
 	}
 	WriteBWHeader(r.out, r.cfg.Gbits)
 	if !client {
-		if err := r.hs(); err != nil { // waits for the whole test
+		if err := r.hs(0); err != nil { // waits for the whole test
 			return err
 		}
 		rep, err := r.ctl.ExchangeReport(Report{})
@@ -191,7 +231,7 @@ func (r *runner) rdmaBW() error {
 		WriteBWLine(r.out, rep, r.cfg.Gbits)
 	}
 	fmt.Fprintln(r.out, ResultLine)
-	if err := r.hs(); err != nil {
+	if err := r.hs(0); err != nil {
 		return err
 	}
 	if _, err := r.ctl.ExchangeReport(rep); err != nil {
@@ -214,7 +254,7 @@ func (r *runner) sendBW() error {
 				return err
 			}
 		}
-		if err := r.hs(); err != nil {
+		if err := r.hs(0); err != nil {
 			return err
 		}
 		var rep Report
@@ -229,7 +269,7 @@ func (r *runner) sendBW() error {
 		}
 		WriteBWLine(r.out, rep, r.cfg.Gbits)
 		if r.cfg.All {
-			if err := r.hs(); err != nil {
+			if err := r.hs(0); err != nil {
 				return err
 			}
 		}
@@ -244,7 +284,7 @@ func (r *runner) writeLat() error {
 	if err := r.hsConnect(1, true, 0); err != nil {
 		return err
 	}
-	if err := r.hs(); err != nil {
+	if err := r.hs(0); err != nil {
 		return err
 	}
 	writeLatHeader(r.out, r.cfg.Duration > 0)
@@ -286,7 +326,7 @@ func (r *runner) readLat() error {
 	if err := r.hsConnect(1, true, 0); err != nil {
 		return err
 	}
-	if err := r.hs(); err != nil {
+	if err := r.hs(0); err != nil {
 		return err
 	}
 	if !r.cfg.client() {
@@ -321,7 +361,7 @@ func (r *runner) sendLat() error {
 		if err := r.postRecvs(size, min(r.cfg.RxDepth, r.cfg.Iters)); err != nil {
 			return err
 		}
-		if err := r.hs(); err != nil {
+		if err := r.hs(0); err != nil {
 			return err
 		}
 		l, err := r.latSend(size)

@@ -12,24 +12,30 @@ import (
 	"github.com/goverbs/goverbs/verbs"
 )
 
-// session is one run's RDMA resources: a device, one RC QP with one CQ,
-// and a buffer whose first half is the local side of every operation and
-// whose second half is what the peer targets (CONNECT.md §2.7).
+// session is one run's RDMA resources: a device, -q RC QPs sharing a send
+// and a receive CQ, and one buffer of 2·q regions of BUFF bytes: QP i
+// sends from (or reads into) region i, and the peer targets region q+i,
+// the address QP i advertises (CONNECT.md §2.7).
 type session struct {
 	cfg   *Config
 	dev   *verbs.Device
 	pd    *verbs.PD
-	scq   *verbs.CQ // send completions
-	rcq   *verbs.CQ // receive completions
-	qp    *verbs.QP
+	scq   *verbs.CQ // send completions of every QP
+	rcq   *verbs.CQ // receive completions of every QP
+	qps   []*verbs.QP
 	buf   *verbs.Buffer
 	mr    *verbs.MR
 	mtu   verbs.MTU // negotiated path MTU
-	buff  int       // BUFF: the size of each half
+	buff  int       // BUFF: the size of each region
 	gidIx int
-	my    Dest
-	rem   Dest
+	my    []Dest // each QP's key message
+	rem   []Dest // the peer's key message for each QP
 }
+
+// local and remote are the offsets in the buffer of QP i's own region and
+// of the region the peer targets through it.
+func (s *session) local(i int) int  { return i * s.buff }
+func (s *session) remote(i int) int { return (len(s.qps) + i) * s.buff }
 
 // openSession creates the device on the RoCE address — by default the IP
 // this end of the control connection uses — and the QP, CQ and buffer.
@@ -58,8 +64,12 @@ func openSession(cfg *Config, c net.Conn, cycleBuffer int) (*session, error) {
 		s.close()
 		return nil, err
 	}
-	s.my = Dest{QPN: uint32(s.qp.QPN()), PSN: rand.Uint32() & 0xffffff, RKey: uint32(s.mr.RKey()),
-		VAddr: s.mr.Addr() + uint64(s.buff), GID: gid, OutReads: uint16(s.outReads())}
+	s.my = make([]Dest, len(s.qps))
+	s.rem = make([]Dest, len(s.qps))
+	for i, qp := range s.qps {
+		s.my[i] = Dest{QPN: uint32(qp.QPN()), PSN: rand.Uint32() & 0xffffff, RKey: uint32(s.mr.RKey()),
+			VAddr: s.mr.Addr() + uint64(s.remote(i)), GID: gid, OutReads: uint16(s.outReads())}
+	}
 	return s, nil
 }
 
@@ -82,7 +92,7 @@ func (s *session) alloc(cycleBuffer int) error {
 		return fmt.Errorf("Couldn't allocate PD: %w", err)
 	}
 	s.buff = max(cfg.Size, cycleBuffer)
-	if s.buf, err = verbs.AllocBuffer(2 * s.buff); err != nil {
+	if s.buf, err = verbs.AllocBuffer(2 * cfg.QPs * s.buff); err != nil {
 		return fmt.Errorf("Couldn't allocate work buf: %w", err)
 	}
 	access := verbs.AccessLocalWrite
@@ -97,21 +107,25 @@ func (s *session) alloc(cycleBuffer int) error {
 	if s.mr, err = s.pd.RegMR(s.buf.Bytes(), access); err != nil {
 		return fmt.Errorf("Couldn't allocate MR: %w", err)
 	}
-	if s.scq, err = s.dev.CreateCQ(cfg.TxDepth); err != nil {
+	// Each CQ has room for every QP's queue, so it cannot overflow.
+	if s.scq, err = s.dev.CreateCQ(cfg.QPs * cfg.TxDepth); err != nil {
 		return fmt.Errorf("Couldn't create CQ: %w", err)
 	}
-	if s.rcq, err = s.dev.CreateCQ(cfg.RxDepth); err != nil {
+	if s.rcq, err = s.dev.CreateCQ(cfg.QPs * cfg.RxDepth); err != nil {
 		return fmt.Errorf("Couldn't create CQ: %w", err)
 	}
-	s.qp, err = s.pd.CreateQP(&verbs.QPInitAttr{Type: verbs.QPTypeRC, SendCQ: s.scq, RecvCQ: s.rcq,
-		Cap: verbs.QPCap{MaxSendWR: uint32(cfg.TxDepth), MaxRecvWR: uint32(cfg.RxDepth), MaxSendSGE: 1, MaxRecvSGE: 1,
-			MaxInlineData: uint32(cfg.Inline)}})
-	if err != nil {
-		return fmt.Errorf("Couldn't create QP: %w", err)
-	}
-	init := verbs.QPAttr{State: verbs.QPStateInit, PortNum: 1, AccessFlags: qpAccess(cfg.Test.Verb)}
-	if err := s.qp.Modify(&init, verbs.QPAttrState|verbs.QPAttrPKeyIndex|verbs.QPAttrPort|verbs.QPAttrAccessFlags); err != nil {
-		return fmt.Errorf("Failed to modify QP to INIT: %w", err)
+	for range cfg.QPs {
+		qp, err := s.pd.CreateQP(&verbs.QPInitAttr{Type: verbs.QPTypeRC, SendCQ: s.scq, RecvCQ: s.rcq,
+			Cap: verbs.QPCap{MaxSendWR: uint32(cfg.TxDepth), MaxRecvWR: uint32(cfg.RxDepth), MaxSendSGE: 1, MaxRecvSGE: 1,
+				MaxInlineData: uint32(cfg.Inline)}})
+		if err != nil {
+			return fmt.Errorf("Couldn't create QP: %w", err)
+		}
+		s.qps = append(s.qps, qp)
+		init := verbs.QPAttr{State: verbs.QPStateInit, PortNum: 1, AccessFlags: qpAccess(cfg.Test.Verb)}
+		if err := qp.Modify(&init, verbs.QPAttrState|verbs.QPAttrPKeyIndex|verbs.QPAttrPort|verbs.QPAttrAccessFlags); err != nil {
+			return fmt.Errorf("Failed to modify QP to INIT: %w", err)
+		}
 	}
 	return nil
 }
@@ -129,20 +143,30 @@ func qpAccess(v Verb) verbs.AccessFlags {
 	return verbs.AccessRemoteWrite
 }
 
-// connect moves the QP to RTR towards the peer and, when rts is set, on to
-// RTS, with perftest's attributes (CONNECT.md §2.6).
+// connect moves every QP to RTR towards the peer's QP of the same index
+// and, when rts is set, on to RTS, with perftest's attributes (CONNECT.md
+// §2.6). perftest compares the GID types of the first QPs only.
 func (s *session) connect(rts bool) error {
-	rem := &s.rem
-	if isMapped(rem.GID) != isMapped(s.my.GID) {
+	if isMapped(s.rem[0].GID) != isMapped(s.my[0].GID) {
 		return errors.New("Found Incompatibility issue with GID types. Please Try to use a different IP version.")
 	}
+	for i := range s.qps {
+		if err := s.connectQP(i, rts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *session) connectQP(i int, rts bool) error {
+	qp, my, rem := s.qps[i], &s.my[i], &s.rem[i]
 	rtr := verbs.QPAttr{State: verbs.QPStateRTR, PathMTU: s.mtu, DestQPN: verbs.QPN(rem.QPN), RQPSN: rem.PSN,
-		MaxDestRdAtomic: uint8(s.my.OutReads), MinRNRTimer: 12,
+		MaxDestRdAtomic: uint8(my.OutReads), MinRNRTimer: 12,
 		AH: verbs.AHAttr{IsGlobal: true, DGID: verbs.GID(rem.GID), HopLimit: 255, SL: uint8(s.cfg.SL),
 			SGIDIndex: uint8(s.gidIx), PortNum: 1}}
-	if err := s.qp.Modify(&rtr, verbs.QPAttrState|verbs.QPAttrAV|verbs.QPAttrPathMTU|verbs.QPAttrDestQPN|
+	if err := qp.Modify(&rtr, verbs.QPAttrState|verbs.QPAttrAV|verbs.QPAttrPathMTU|verbs.QPAttrDestQPN|
 		verbs.QPAttrRQPSN|verbs.QPAttrMaxDestRdAtomic|verbs.QPAttrMinRNRTimer); err != nil {
-		return fmt.Errorf("Failed to modify QP %d to RTR: %w", s.my.QPN, err)
+		return fmt.Errorf("Failed to modify QP %d to RTR: %w", my.QPN, err)
 	}
 	if !rts {
 		return nil
@@ -150,8 +174,8 @@ func (s *session) connect(rts bool) error {
 	// max_rd_atomic is what the peer's responder accepts; rxe offers 128.
 	rd := min(int(rem.OutReads), s.dev.Query().MaxQPRdAtom)
 	a := verbs.QPAttr{State: verbs.QPStateRTS, Timeout: uint8(s.cfg.Timeout), RetryCnt: 7, RNRRetry: 7,
-		SQPSN: s.my.PSN, MaxRdAtomic: uint8(max(rd, 1))}
-	if err := s.qp.Modify(&a, verbs.QPAttrState|verbs.QPAttrTimeout|verbs.QPAttrRetryCnt|verbs.QPAttrRNRRetry|
+		SQPSN: my.PSN, MaxRdAtomic: uint8(max(rd, 1))}
+	if err := qp.Modify(&a, verbs.QPAttrState|verbs.QPAttrTimeout|verbs.QPAttrRetryCnt|verbs.QPAttrRNRRetry|
 		verbs.QPAttrSQPSN|verbs.QPAttrMaxQPRdAtomic); err != nil {
 		return fmt.Errorf("Failed to modify QP to RTS: %w", err)
 	}
@@ -164,8 +188,8 @@ func isMapped(g [16]byte) bool {
 }
 
 func (s *session) close() {
-	if s.qp != nil {
-		s.qp.Close()
+	for _, qp := range s.qps {
+		qp.Close()
 	}
 	if s.mr != nil {
 		s.mr.Close()

@@ -3,6 +3,8 @@ package perftest
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -14,17 +16,22 @@ import (
 	"time"
 
 	"github.com/goverbs/goverbs/internal/leakcheck"
+	"github.com/goverbs/goverbs/verbs"
 )
 
 // side is what one side of a run printed and held at its end.
 type side struct {
 	out  string
 	buf  []byte // the whole buffer after the run
-	buff int    // the size of each half
+	buff int    // the size of each region
+	qps  int
+	// counters are the device's counters at the end, by name.
+	counters map[string]uint64
 }
 
-func (s *side) local() []byte  { return s.buf[:s.buff] }
-func (s *side) remote() []byte { return s.buf[s.buff:] }
+// local and remote are QP i's own region and the one its peer targets.
+func (s *side) local(i int) []byte  { return s.buf[i*s.buff : (i+1)*s.buff] }
+func (s *side) remote(i int) []byte { return s.buf[(s.qps+i)*s.buff : (s.qps+i+1)*s.buff] }
 
 // pattern is what fill wrote into a side's first n bytes.
 func pattern(client bool, n int) []byte {
@@ -39,12 +46,23 @@ func pattern(client bool, n int) []byte {
 	return p
 }
 
-// runPair runs a tool's server and client in this process over loopback:
+// runPair runs a tool's server and client in this process over loopback
+// with the same options and fails the test if either fails.
+func runPair(t *testing.T, tool string, args ...string) (srv, cli side) {
+	t.Helper()
+	srv, cli, srvErr, err := runSides(t, tool, args, args)
+	if err != nil || srvErr != nil {
+		t.Fatalf("%s %q\nclient: %v\n%s\nserver: %v\n%s", tool, args, err, cli.out, srvErr, srv.out)
+	}
+	return srv, cli
+}
+
+// runSides runs a tool's server and client in this process over loopback:
 // the server's device on 127.0.1.2, the client's on 127.0.1.1, both on
 // UDP 4791 (addresses of their own, so that other packages' tests running
 // at the same time do not collide), the control channel on a free TCP
-// port.
-func runPair(t *testing.T, tool string, args ...string) (srv, cli side) {
+// port. It returns what each side printed, and held if it succeeded.
+func runSides(t *testing.T, tool string, srvArgs, cliArgs []string) (srv, cli side, srvErr, err error) {
 	t.Helper()
 	defer leakcheck.Check(t)
 	port := freePort(t)
@@ -52,31 +70,39 @@ func runPair(t *testing.T, tool string, args ...string) (srv, cli side) {
 	inspect = func(s *session) {
 		mu.Lock()
 		defer mu.Unlock()
-		got := side{buf: bytes.Clone(s.buf.Bytes()), buff: s.buff}
+		got := side{buf: bytes.Clone(s.buf.Bytes()), buff: s.buff, qps: len(s.qps)}
 		if s.cfg.client() {
-			cli.buf, cli.buff = got.buf, got.buff
+			cli.buf, cli.buff, cli.qps = got.buf, got.buff, got.qps
 		} else {
-			srv.buf, srv.buff = got.buf, got.buff
+			srv.buf, srv.buff, srv.qps = got.buf, got.buff, got.qps
 		}
 	}
 	defer func() { inspect = nil }()
-	parse := func(extra ...string) Config {
+	parse := func(args []string, extra ...string) Config {
 		cfg, err := ParseArgs(tool, append(append([]string{"-p", strconv.Itoa(port)}, args...), extra...), new(bytes.Buffer))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return cfg
 	}
-	srvCfg, cliCfg := parse(), parse("--addr", "127.0.1.1", "127.0.1.2")
+	srvCfg, cliCfg := parse(srvArgs), parse(cliArgs, "--addr", "127.0.1.1", "127.0.1.2")
+	stats := func(x *side) func(*verbs.Device) {
+		return func(d *verbs.Device) {
+			c := d.Counters()
+			x.counters = make(map[string]uint64)
+			for i := range verbs.NumCounters {
+				x.counters[verbs.Counter(i).String()] = c.Get(verbs.Counter(i))
+			}
+		}
+	}
+	srvCfg.Stats, cliCfg.Stats = stats(&srv), stats(&cli)
 	var srvOut, cliOut bytes.Buffer
-	var srvErr error
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		srvErr = Run(srvCfg, &srvOut)
 	}()
-	var err error
 	for range 500 { // the server may not listen yet: try for up to 5 s
 		if err = Run(cliCfg, &cliOut); err == nil || !strings.Contains(err.Error(), "connect") {
 			break
@@ -88,11 +114,8 @@ func runPair(t *testing.T, tool string, args ...string) (srv, cli side) {
 		unblock(port) // a server still waiting for its client fails instead
 	}
 	wg.Wait()
-	if err != nil || srvErr != nil {
-		t.Fatalf("%s %q\nclient: %v\n%s\nserver: %v\n%s", tool, args, err, cliOut.String(), srvErr, srvOut.String())
-	}
 	srv.out, cli.out = srvOut.String(), cliOut.String()
-	return srv, cli
+	return srv, cli, srvErr, err
 }
 
 // unblock connects to a server waiting on port and hangs up, so that it
@@ -128,7 +151,7 @@ func TestWriteBW(t *testing.T) {
 	if c[0][0] != s[0][0] || c[0][1] != "5000" || c[0][2] != "300" {
 		t.Errorf("client line %q, server line %q", c[0][0], s[0][0])
 	}
-	if !bytes.Equal(srv.remote()[:5000], pattern(true, 5000)) {
+	if !bytes.Equal(srv.remote(0)[:5000], pattern(true, 5000)) {
 		t.Error("the server's buffer does not hold the client's data")
 	}
 }
@@ -143,7 +166,7 @@ func TestReadBW(t *testing.T) {
 	if len(c) != 1 || len(s) != 1 || c[0][0] != s[0][0] || c[0][1] != "9000" || c[0][2] != "100" {
 		t.Fatalf("BW lines: client %q server %q", c, s)
 	}
-	if !bytes.Equal(cli.local()[:9000], pattern(false, 2*srv.buff)[srv.buff:srv.buff+9000]) {
+	if !bytes.Equal(cli.local(0)[:9000], pattern(false, 2*srv.buff)[srv.buff:srv.buff+9000]) {
 		t.Error("the client's buffer does not hold the server's data")
 	}
 	for _, out := range []string{cli.out, srv.out} {
@@ -158,7 +181,7 @@ func TestReadBW(t *testing.T) {
 // server's counter; CMP_AND_SWAP of 0 with 0 leaves it 0.
 func TestAtomicBW(t *testing.T) {
 	srv, cli := runPair(t, "ib_atomic_bw", "-n", "250")
-	if got := binary.LittleEndian.Uint64(srv.remote()); got != 250 {
+	if got := binary.LittleEndian.Uint64(srv.remote(0)); got != 250 {
 		t.Errorf("counter after 250 FETCH_AND_ADDs: %d", got)
 	}
 	if c := bwLines(cli.out); len(c) != 1 || c[0][1] != "8" || c[0][2] != "250" {
@@ -168,7 +191,7 @@ func TestAtomicBW(t *testing.T) {
 		t.Errorf("title:\n%s", cli.out)
 	}
 	srv, cli = runPair(t, "ib_atomic_bw", "-n", "20", "-A", "CMP_AND_SWAP")
-	if got := binary.LittleEndian.Uint64(srv.remote()); got != 0 || !strings.Contains(cli.out, "Atomic CMP_AND_SWAP BW Test") {
+	if got := binary.LittleEndian.Uint64(srv.remote(0)); got != 0 || !strings.Contains(cli.out, "Atomic CMP_AND_SWAP BW Test") {
 		t.Errorf("counter after CMP_AND_SWAPs: %d\n%s", got, cli.out)
 	}
 }
@@ -181,7 +204,7 @@ func TestSendBW(t *testing.T) {
 	if len(c) != 1 || len(s) != 1 || c[0][2] != "300" || s[0][2] != "300" || s[0][3] != "0.00" {
 		t.Fatalf("BW lines: client %q server %q (the receiver has no peak)", c, s)
 	}
-	if !bytes.Equal(srv.remote()[:5000], pattern(true, 5000)) {
+	if !bytes.Equal(srv.remote(0)[:5000], pattern(true, 5000)) {
 		t.Error("the server's buffer does not hold the client's data")
 	}
 	if !strings.Contains(srv.out, " RX depth        : 300\n") || !strings.Contains(cli.out, " TX depth        : 128\n") {
@@ -219,7 +242,7 @@ func TestWriteLat(t *testing.T) {
 		name       string
 		got        []byte
 		fromClient bool
-	}{{"server", srv.remote()[:3000], true}, {"client", cli.remote()[:3000], false}} {
+	}{{"server", srv.remote(0)[:3000], true}, {"client", cli.remote(0)[:3000], false}} {
 		want := pattern(x.fromClient, 3000)
 		want[2999] = 300 % 256
 		if !bytes.Equal(x.got, want) {
@@ -234,7 +257,7 @@ func TestReadLat(t *testing.T) {
 	if latLine.MatchString(srv.out) || !strings.HasSuffix(srv.out, ResultLine+"\n") {
 		t.Errorf("the server measures nothing:\n%s", srv.out)
 	}
-	if !bytes.Equal(cli.local()[:2], pattern(false, srv.buff+2)[srv.buff:]) {
+	if !bytes.Equal(cli.local(0)[:2], pattern(false, srv.buff+2)[srv.buff:]) {
 		t.Error("the client did not read the server's data")
 	}
 }
@@ -242,11 +265,11 @@ func TestReadLat(t *testing.T) {
 func TestAtomicLat(t *testing.T) {
 	srv, cli := runPair(t, "ib_atomic_lat", "-n", "50")
 	checkLat(t, "client", cli.out, []int{8}, 50)
-	if got := binary.LittleEndian.Uint64(srv.remote()); got != 50 {
+	if got := binary.LittleEndian.Uint64(srv.remote(0)); got != 50 {
 		t.Errorf("counter after 50 FETCH_AND_ADDs: %d", got)
 	}
 	// The last FETCH_AND_ADD returned the counter before it: 49.
-	if got := binary.LittleEndian.Uint64(cli.local()); got != 49 {
+	if got := binary.LittleEndian.Uint64(cli.local(0)); got != 49 {
 		t.Errorf("last fetched value %d, want 49", got)
 	}
 }
@@ -255,7 +278,7 @@ func TestSendLat(t *testing.T) {
 	srv, cli := runPair(t, "ib_send_lat", "-s", "5000", "-n", "200")
 	checkLat(t, "client", cli.out, []int{5000}, 200)
 	checkLat(t, "server", srv.out, []int{5000}, 200)
-	if !bytes.Equal(srv.remote()[:5000], pattern(true, 5000)) || !bytes.Equal(cli.remote()[:5000], pattern(false, 5000)) {
+	if !bytes.Equal(srv.remote(0)[:5000], pattern(true, 5000)) || !bytes.Equal(cli.remote(0)[:5000], pattern(false, 5000)) {
 		t.Error("a receive half does not hold the peer's data")
 	}
 }
@@ -281,7 +304,7 @@ func TestAllSizes(t *testing.T) {
 		}
 	}
 	// The last size, 8 MiB, arrived whole.
-	if !bytes.Equal(srv.remote()[:1<<23], pattern(true, 1<<23)) {
+	if !bytes.Equal(srv.remote(0)[:1<<23], pattern(true, 1<<23)) {
 		t.Error("the 8 MiB message did not arrive intact")
 	}
 }
@@ -363,5 +386,77 @@ func TestErrors(t *testing.T) {
 	}
 	if err := <-srvErr; err == nil || !strings.Contains(err.Error(), "has one GID, index 0") {
 		t.Errorf("server with -x 1: %v", err)
+	}
+}
+
+// TestMultiQP runs the BW tests with -q 1 and -q 4: every QP runs the
+// iterations, so both sides report iters × QPs operations whose bytes and
+// rate agree, and each QP's data lands in the region its peer QP targets.
+func TestMultiQP(t *testing.T) {
+	const size, iters = 5000, 60
+	for _, tool := range []string{"ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw"} {
+		for _, q := range []int{1, 4} {
+			args := []string{"-n", strconv.Itoa(iters), "-q", strconv.Itoa(q)}
+			sz := 8
+			if tool != "ib_atomic_bw" {
+				args, sz = append(args, "-s", strconv.Itoa(size)), size
+			}
+			srv, cli := runPair(t, tool, args...)
+			name := fmt.Sprintf("%s -q %d", tool, q)
+			for _, x := range []side{srv, cli} {
+				if !strings.Contains(x.out, fmt.Sprintf(" Number of qps   : %d\t\t", q)) ||
+					strings.Count(x.out, " local address:") != q || strings.Count(x.out, " remote address:") != q {
+					t.Errorf("%s: header or connection lines:\n%s", name, x.out)
+				}
+				m := bwLines(x.out)
+				if len(m) != 1 || m[0][1] != strconv.Itoa(sz) || m[0][2] != strconv.Itoa(q*iters) {
+					t.Fatalf("%s: BW line %q, want %d operations", name, m, q*iters)
+				}
+				bw, _ := strconv.ParseFloat(m[0][4], 64)
+				rate, _ := strconv.ParseFloat(m[0][5], 64)
+				if want := rate * 1e6 * float64(sz) / (1 << 20); rate <= 0 || math.Abs(bw-want) > 0.01*want+0.01 {
+					t.Errorf("%s: %.2f MB/s at %.6f Mpps of %d B, want %.2f", name, bw, rate, sz, want)
+				}
+			}
+			for i := range q {
+				var got, want []byte
+				switch tool {
+				case "ib_write_bw", "ib_send_bw":
+					got, want = srv.remote(i)[:size], pattern(true, q*cli.buff)[i*cli.buff:][:size]
+					if n := srv.counters["rdma_recvs"]; tool == "ib_send_bw" && n != uint64(q*iters) {
+						t.Errorf("%s: the server completed %d receives, want %d", name, n, q*iters)
+					}
+				case "ib_read_bw":
+					got, want = cli.local(i)[:size], pattern(false, 2*q*srv.buff)[(q+i)*srv.buff:][:size]
+				case "ib_atomic_bw":
+					if n := binary.LittleEndian.Uint64(srv.remote(i)); n != iters {
+						t.Errorf("%s: QP %d's counter is %d after %d FETCH_AND_ADDs", name, i, n, iters)
+					}
+					continue
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("%s: QP %d's data did not arrive in its region", name, i)
+				}
+			}
+		}
+	}
+}
+
+// TestQPCountMismatch: sides with different -q stop with a clear error
+// before the test, and neither prints a result line.
+func TestQPCountMismatch(t *testing.T) {
+	for _, tool := range []string{"ib_write_bw", "ib_send_bw"} {
+		for _, qs := range [][2]string{{"1", "4"}, {"4", "1"}, {"2", "3"}} {
+			srv, cli, srvErr, err := runSides(t, tool, []string{"-n", "20", "-q", qs[0]}, []string{"-n", "20", "-q", qs[1]})
+			if !errors.Is(srvErr, ErrQPCount) && !errors.Is(err, ErrQPCount) {
+				t.Errorf("%s, server -q %s, client -q %s:\nclient: %v\nserver: %v", tool, qs[0], qs[1], err, srvErr)
+			}
+			if err == nil || srvErr == nil {
+				t.Errorf("%s, server -q %s, client -q %s: a side succeeded: client %v, server %v", tool, qs[0], qs[1], err, srvErr)
+			}
+			if len(bwLines(srv.out)) != 0 || len(bwLines(cli.out)) != 0 {
+				t.Errorf("%s, server -q %s, client -q %s: result lines\n%s\n%s", tool, qs[0], qs[1], srv.out, cli.out)
+			}
+		}
 	}
 }
