@@ -54,6 +54,7 @@ type QP struct {
 	xmit      xmitBatch
 	timerAt   time.Time // deadline registered with the device timer
 	destroyed bool
+	trace     TraceFunc // nil unless tracing (SetTrace)
 }
 
 // Errors of QP verbs. Posting errors are sentinels; PostSend and PostRecv
@@ -237,7 +238,7 @@ const turnBudget = 64
 // armTimer registers the QP's earliest deadline with the device timer.
 func (qp *QP) armTimer(now time.Time) {
 	next := qp.comp.deadline
-	if r := qp.req.rnrUntil; !r.IsZero() && (next.IsZero() || r.Before(next)) {
+	if r := qp.comp.rnrUntil; r.After(now) && qp.State() != ib.QPStateErr && (next.IsZero() || r.Before(next)) {
 		next = r
 	}
 	if next.IsZero() || (!qp.timerAt.IsZero() && !next.Before(qp.timerAt) && qp.timerAt.After(now)) {
