@@ -99,7 +99,7 @@ var respErrors = [...]struct {
 }
 
 // respond handles one request packet: its PSN decides between a new
-// request, a duplicate and a gap (IBA 9.7.4.1, ROCEV2.md §6.3).
+// request, a duplicate and a gap (ROCEV2.md §6.3).
 func (qp *QP) respond(p wire.Packet) {
 	psn := p.BTH().PSN()
 	var o respOutcome
@@ -155,7 +155,8 @@ func (qp *QP) execute(p wire.Packet, psn wire.PSN) respOutcome {
 
 // remote resolves an access of n bytes at va under rkey, with the QP's PD
 // and right need; any fault of the key, the bounds or the rights is a
-// remote access error (ROCEV2.md §12.3). The caller releases the ref.
+// remote access error (NAK code 2, IBA table 43). The caller releases the
+// ref.
 func (qp *QP) remote(rkey uint32, va uint64, n uint32, need mem.Access) (mem.Ref, respOutcome) {
 	ref, f := qp.dev.mrs.Acquire(mem.Key(rkey), qp.pd, va, uint64(n), need)
 	if f != mem.FaultNone {

@@ -36,7 +36,7 @@ var mtuBytes = bytes.Repeat([]byte{0xab}, 256)
 // (table 43) and the responder error classes of IBA 9.9.3: a sequence
 // error NAKs once and keeps the QP; a duplicate SEND or WRITE is
 // acknowledged again, a READ executed again, an atomic answered from its
-// resource (IBA 9.7.4.1); no receive WQE is an RNR NAK (IBA 9.7.5.2.8); R_Key, bounds and rights faults are remote access errors;
+// resource; no receive WQE is an RNR NAK (IBA 9.7.5.2.8); R_Key, bounds and rights faults are remote access errors;
 // length and opcode-order faults are invalid requests; the last three move
 // the QP to the error state, failing the receive WQE in use and flushing
 // the rest.
