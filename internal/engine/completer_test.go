@@ -168,6 +168,20 @@ func TestCompleterPackets(t *testing.T) {
 			wcs:      []wantWC{{1, ib.WCSuccess, ib.WCSend, 8}},
 			counters: map[Counter]uint64{DropDuplicateResponse: 1},
 		}, {
+			name: "late READ response, after the READ completed, is ignored and counted",
+			steps: []step{
+				{post: read(16, nil), want: []out{readRequest(0, 16)}},
+				{in: inRead(wire.RCReadResponseOnly, 0, readData[:16])},
+				{in: inRead(wire.RCReadResponseOnly, 0, readData[16:32])},
+			},
+			wcs:      []wantWC{{1, ib.WCSuccess, ib.WCRDMARead, 16}},
+			counters: map[Counter]uint64{DropDuplicateResponse: 1},
+			check: func(t *testing.T, r *pktRig) {
+				if !bytes.Equal(r.region[readOff:readOff+16], readData[:16]) {
+					t.Errorf("late response overwrote the READ's data: %q", r.region[readOff:readOff+16])
+				}
+			},
+		}, {
 			name: "response for a PSN never sent is ignored and counted",
 			steps: []step{
 				{post: sends(1), want: []out{sendOnly(0, 0)}},
