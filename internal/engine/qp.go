@@ -51,10 +51,10 @@ type QP struct {
 	req       requester
 	comp      completer
 	resp      responder
+	trace     TraceFunc // nil unless tracing (SetTrace)
 	xmit      xmitBatch
 	timerAt   time.Time // deadline registered with the device timer
 	destroyed bool
-	trace     TraceFunc // nil unless tracing (SetTrace)
 }
 
 // Errors of QP verbs. Posting errors are sentinels; PostSend and PostRecv
