@@ -10,7 +10,14 @@ import (
 )
 
 // completer matches responses to send WQEs, completes them in order and
-// drives retransmission. Owned by the QP's turn.
+// drives retransmission (IBA 9.7.6, rxe_comp.c). Owned by the QP's turn.
+//
+// It writes only its own fields and the WQEs it completes. What the
+// requester must do next it reports in fields the requester reads: resends
+// (go back to psn), rnrUntil (send nothing before it) and rdAtomicDone (READ
+// and atomic credits returned); the requester acts on them at its next
+// turn. The one field both write is deadline: the requester arms the timer
+// when it sends, the completer pushes it out or clears it.
 type completer struct {
 	psn      wire.PSN  // next response PSN expected
 	retryCnt uint8     // retries left after timeouts and sequence NAKs
@@ -20,6 +27,11 @@ type completer struct {
 	// response is under way: the duplicates it provokes must not start
 	// another one (rxe: started_retry). Progress or a timeout ends it.
 	retrying bool
+	// resends counts the go-back-N retransmissions asked of the requester;
+	// it rewinds to psn when it has made fewer (requester.resends).
+	resends      uint32
+	rnrUntil     time.Time // after an RNR NAK, nothing is sent before this
+	rdAtomicDone uint32    // READ and atomic WQEs completed (see requester.rdAtomicStarted)
 }
 
 // reload restores the retry counters, after progress (IBA 9.7.5.2.8).
@@ -32,13 +44,16 @@ func (c *completer) startTimer(now time.Time, a *QPAttr) {
 	}
 }
 
-// restartTimer pushes the local ACK timeout one period out; timeout 0
-// disables it.
+// restartTimer pushes the local ACK timeout one period out (IBA 9.7.6.1.3);
+// timeout 0 disables it.
 func (c *completer) restartTimer(now time.Time, a *QPAttr) {
 	if d, _ := wire.LocalACKTimeout(a.Timeout); d > 0 {
 		c.deadline = now.Add(d)
 	}
 }
+
+// resend asks the requester to go back to comp.psn (go-back-N).
+func (qp *QP) resend() { qp.comp.resends++ }
 
 // oldest returns the oldest send WQE that has started, or nil.
 func (qp *QP) oldest() *sendWQE {
@@ -52,73 +67,256 @@ func (qp *QP) oldest() *sendWQE {
 	return w
 }
 
-// complete handles one response packet (ROCEV2.md §7.5, rxe_comp.c).
+// compPhase is a step of the completer's handling of one response, in the
+// order of the requester's response checks (IBA 9.7.6.1) and rxe_comp.c:
+// check the PSN, then the kind of response, place READ or atomic data,
+// then complete, retry or fail, and update the timers.
+type compPhase uint8
+
+const (
+	compCheckPSN     compPhase = iota // drop duplicates and strays; earlier WQEs are implicitly acknowledged
+	compCheckACK                      // classify: ACK, NAK by code, RNR NAK, READ response, atomic ACK
+	compACK                           // cumulative ACK of SENDs and WRITEs
+	compReadData                      // place READ response data
+	compAtomicData                    // place an atomic's original value
+	compSeqNAK                        // PSN sequence error NAK: go back to the PSN the responder expects
+	compRNRNAK                        // RNR NAK: wait the responder's timer, then resend
+	compLostResponse                  // a READ or atomic response went missing
+	compRetry                         // start a go-back-N retransmission
+	compFail                          // complete the WQE in error; the QP goes to the error state
+	compMismatch                      // matches no outstanding request: dropped and counted
+	compUpdate                        // restart the timer, reload the retry counters, finish
+	compDuplicate                     // terminal: an already completed PSN, dropped and counted
+	compStray                         // terminal: for nothing ever sent, dropped and counted
+)
+
+var compPhaseNames = [...]string{
+	compCheckPSN:     "check PSN",
+	compCheckACK:     "check ACK",
+	compACK:          "ACK",
+	compReadData:     "read data",
+	compAtomicData:   "atomic data",
+	compSeqNAK:       "PSN sequence NAK",
+	compRNRNAK:       "RNR NAK",
+	compLostResponse: "lost response",
+	compRetry:        "retry",
+	compFail:         "fail",
+	compMismatch:     "mismatch",
+	compUpdate:       "update",
+	compDuplicate:    "duplicate",
+	compStray:        "stray",
+}
+
+func (s compPhase) String() string { return compPhaseNames[s] }
+
+// compCtx carries one response through the phases.
+type compCtx struct {
+	p   wire.Packet
+	psn wire.PSN
+	now time.Time
+	w   *sendWQE  // oldest WQE the response has not implicitly acknowledged
+	nak bool      // an RNR NAK, a NAK or a reserved syndrome: no counter reload
+	err compError // for compFail
+	// At arrival: progress is judged against them.
+	before      wire.PSN
+	wasRetrying bool
+}
+
+// complete handles one response packet: a driver loop over the phases.
 func (qp *QP) complete(p wire.Packet, now time.Time) {
-	psn := p.BTH().PSN()
-	if psn.Less(qp.comp.psn) {
-		qp.dev.counters.inc(DropDuplicateResponse)
-		return
-	}
-	if !psn.Less(qp.req.maxPSN) || qp.oldest() == nil {
-		qp.dev.counters.inc(DropUnexpectedResponse) // for nothing ever sent
-		return
-	}
-	before, wasRetrying := qp.comp.psn, qp.comp.retrying
-	isNAK := false
-	// Every response acknowledges the requests before its PSN. A READ or
-	// atomic is completed only by its own response: a response after it
-	// means that one was lost (rxe check_psn), whatever the packet says.
-	if w := qp.completeThrough(psn.Sub(1)); w != nil && w.isReadAtomic() && w.lastPSN.Less(psn) {
-		if w.state == wqeSent {
-			qp.retry(now, false)
+	c := compCtx{p: p, psn: p.BTH().PSN(), now: now, before: qp.comp.psn, wasRetrying: qp.comp.retrying}
+	for ph := compCheckPSN; ; {
+		if qp.trace != nil {
+			qp.traceComp(&c, ph)
 		}
-	} else {
-		switch op := p.Opcode(); {
-		case op == wire.RCAcknowledge:
-			syn := p.AETH().Syndrome()
-			isNAK = syn.Type() != wire.SyndromeACK
-			switch syn.Type() {
-			case wire.SyndromeACK:
-				qp.ack(psn, now)
-			case wire.SyndromeRNRNAK:
-				qp.rnrNAK(psn, syn.RNRTimer(), now)
-			case wire.SyndromeNAK:
-				qp.dev.counters.inc(NAKRcvd)
-				if syn.NAKCode() == wire.NAKPSNSequenceError {
-					qp.seqNAK(psn, now)
-				} else {
-					qp.fatalNAK(psn, syn.NAKCode())
-				}
-			default:
-				qp.dev.counters.inc(DropUnexpectedResponse)
+		switch ph {
+		case compCheckPSN:
+			ph = qp.compCheckPSN(&c)
+		case compCheckACK:
+			ph = qp.compCheckACK(&c)
+		case compACK:
+			ph = qp.compACK(&c)
+		case compReadData:
+			ph = qp.compReadData(&c)
+		case compAtomicData:
+			ph = qp.compAtomicData(&c)
+		case compSeqNAK:
+			ph = qp.compSeqNAK(&c)
+		case compRNRNAK:
+			ph = qp.compRNRNAK(&c)
+		case compLostResponse:
+			ph = compUpdate
+			if c.w.state == wqeSent && !qp.resendPending() {
+				ph = compRetry // sent, and not being sent again: the responder went past it
 			}
-		case op == wire.RCAtomicAcknowledge:
-			qp.atomicACK(p, psn)
-		default: // READ responses
-			qp.readResponse(p, psn)
+		case compRetry:
+			ph = compUpdate
+			if c.err = qp.retry(now, false); c.err != compOK {
+				c.w, ph = qp.oldest(), compFail
+			}
+		case compFail:
+			qp.fail(c.w, c.err)
+			ph = compUpdate
+		case compMismatch:
+			qp.dev.counters.inc(DropUnexpectedResponse)
+			ph = compUpdate
+		case compUpdate:
+			qp.compUpdate(&c)
+			return
+		case compDuplicate:
+			qp.dev.counters.inc(DropDuplicateResponse)
+			return
+		case compStray:
+			qp.dev.counters.inc(DropUnexpectedResponse)
+			return
 		}
 	}
+}
+
+// compCheckPSN drops responses for PSNs already completed or never sent.
+// Every other response acknowledges the requests before its PSN (IBA
+// 9.7.5.1.2, coalesced acknowledgements). A READ or atomic is completed
+// only by its own response: a response after it means that one was lost
+// (rxe check_psn), whatever the packet says.
+func (qp *QP) compCheckPSN(c *compCtx) compPhase {
+	if c.psn.Less(qp.comp.psn) {
+		return compDuplicate
+	}
+	if !c.psn.Less(qp.req.maxPSN) || qp.oldest() == nil {
+		return compStray
+	}
+	c.w = qp.completeThrough(c.psn.Sub(1))
+	if w := c.w; w != nil && w.isReadAtomic() && w.lastPSN.Less(c.psn) {
+		return compLostResponse
+	}
+	return compCheckACK
+}
+
+// compCheckACK sorts the response by opcode and AETH syndrome (IBA
+// 9.7.5.1.1, table 43) and counts the NAKs.
+func (qp *QP) compCheckACK(c *compCtx) compPhase {
+	switch c.p.Opcode() {
+	case wire.RCAcknowledge:
+	case wire.RCAtomicAcknowledge:
+		return compAtomicData
+	default:
+		return compReadData
+	}
+	syn := c.p.AETH().Syndrome()
+	c.nak = syn.Type() != wire.SyndromeACK
+	switch syn.Type() {
+	case wire.SyndromeACK:
+		return compACK
+	case wire.SyndromeRNRNAK:
+		qp.dev.counters.inc(RcvdRNRErr)
+		return compRNRNAK
+	case wire.SyndromeNAK:
+		qp.dev.counters.inc(NAKRcvd)
+		if syn.NAKCode() == wire.NAKPSNSequenceError {
+			qp.dev.counters.inc(RcvdSeqErr)
+			return compSeqNAK
+		}
+		if c.w == nil {
+			return compUpdate
+		}
+		c.err = nakError(syn.NAKCode())
+		return compFail
+	}
+	return compMismatch // reserved syndrome type
+}
+
+// compACK completes the SENDs and WRITEs an ACK covers: it is cumulative up
+// to its PSN (IBA 9.7.5.1.2).
+func (qp *QP) compACK(c *compCtx) compPhase {
+	w := qp.completeThrough(c.psn)
+	if w != nil && w.isReadAtomic() && !c.psn.Less(w.firstPSN) {
+		// Only its response completes a READ or atomic, never an ACK. If
+		// it has been sent, the responder went past it and its response
+		// was lost; if it is being sent again, the ACK is a late duplicate.
+		c.w = w
+		return compLostResponse
+	}
+	if qp.comp.psn.LessEq(c.psn) {
+		qp.comp.psn = c.psn.Next()
+	}
+	return compUpdate
+}
+
+// compReadData places READ response data and completes the READ at its
+// last packet. Responses must come in order: after a missing one the rest
+// are dropped and the timeout retries.
+func (qp *QP) compReadData(c *compCtx) compPhase {
+	w := c.w
+	if c.psn != qp.comp.psn || w == nil || w.opcode != ib.WRRDMARead || c.psn.Less(w.firstPSN) || w.lastPSN.Less(c.psn) {
+		return compMismatch
+	}
+	if a := c.p.AETH(); a != nil && a.Syndrome().Type() != wire.SyndromeACK {
+		return compMismatch
+	}
+	off := uint32(c.psn.Diff(w.firstPSN)) * qp.mtu
+	last := c.psn == w.lastPSN
+	want := qp.mtu
+	if last {
+		want = w.length - off
+	}
+	data := c.p.Payload()
+	if uint32(len(data)) != want {
+		c.err = compBadResponse
+		return compFail
+	}
+	if f := qp.copySGEs(w.sge, off, data, true); f != mem.FaultNone {
+		c.err = compLocalProt
+		return compFail
+	}
+	qp.comp.psn = c.psn.Next()
+	if last {
+		qp.finishSend(w, ib.WCSuccess)
+	}
+	return compUpdate
+}
+
+// compAtomicData returns the original value of an atomic to the
+// requester's buffer, in host byte order (ROCEV2.md §9).
+func (qp *QP) compAtomicData(c *compCtx) compPhase {
+	w := c.w
+	if w == nil || !w.isAtomic() || w.firstPSN != c.psn || c.psn != qp.comp.psn {
+		return compMismatch
+	}
+	var orig [8]byte
+	binary.NativeEndian.PutUint64(orig[:], c.p.AtomicAckETH().OrigData())
+	if f := qp.copySGEs(w.sge, 0, orig[:], true); f != mem.FaultNone {
+		c.err = compLocalProt
+		return compFail
+	}
+	qp.comp.psn = c.psn.Next()
+	qp.finishSend(w, ib.WCSuccess)
+	return compUpdate
+}
+
+// compUpdate ends the handling of a response. A WQE that failed locally is
+// reported once it is the oldest (ROCEV2.md §10.1), also when a READ or
+// atomic before it just ended. Progress restarts the timer and, unless a
+// NAK made it, reloads the retry counters (as rxe does).
+func (qp *QP) compUpdate(c *compCtx) {
 	if qp.State() == ib.QPStateErr {
 		return
 	}
-	// A WQE that failed locally is reported once it is the oldest
-	// (ROCEV2.md §10.1), also when a READ or atomic before it just ended.
 	if w := qp.oldest(); w != nil && w.state == wqeFailed {
 		qp.failSend(w, w.status)
 		return
 	}
-	if qp.comp.psn != before {
-		if !isNAK {
-			qp.comp.reload(&qp.attr) // rxe reloads the counters on ACKs only
+	if qp.comp.psn != c.before {
+		if !c.nak {
+			qp.comp.reload(&qp.attr)
 		}
-		qp.comp.restartTimer(now, &qp.attr)
-		if !qp.comp.retrying || wasRetrying {
+		qp.comp.restartTimer(c.now, &qp.attr)
+		if !qp.comp.retrying || c.wasRetrying {
 			qp.comp.retrying = false // progress ends a retry, but not the one just started
 		}
-		if qp.req.psn.Less(qp.comp.psn) {
+		if qp.nextPSN().Less(qp.comp.psn) {
 			// Late responses acknowledged what a go-back-N was about to
 			// send again: resume after them, without counting a retry.
-			qp.rewind()
+			qp.resend()
 		}
 	}
 	if qp.comp.psn == qp.req.maxPSN {
@@ -128,9 +326,9 @@ func (qp *QP) complete(p wire.Packet, now time.Time) {
 
 // completeThrough completes, in order, the SEND and WRITE WQEs whose every
 // packet is acknowledged by psn, moving comp.psn past them: any response
-// acknowledges the requests before it (ROCEV2.md §7.4, §7.5). It returns
-// the first WQE it cannot complete, or nil. A WQE that failed locally is
-// completed with its error.
+// acknowledges the requests before it (IBA 9.7.5.1.2). It returns the first
+// WQE it cannot complete, or nil. A WQE that failed locally is completed
+// with its error.
 func (qp *QP) completeThrough(psn wire.PSN) *sendWQE {
 	for w := qp.oldest(); w != nil; w = qp.oldest() {
 		switch {
@@ -150,187 +348,6 @@ func (qp *QP) completeThrough(psn wire.PSN) *sendWQE {
 	return nil
 }
 
-// ack handles an ACK: cumulative up to psn.
-func (qp *QP) ack(psn wire.PSN, now time.Time) {
-	w := qp.completeThrough(psn)
-	if w != nil && w.isReadAtomic() && !psn.Less(w.firstPSN) {
-		// Only its response completes a READ or atomic, never an ACK. If
-		// it has been sent, the responder went past it and its response
-		// was lost (ROCEV2.md §7.5); if it is being sent again, the ACK
-		// is a late duplicate.
-		if w.state == wqeSent {
-			qp.retry(now, false)
-		}
-		return
-	}
-	if qp.comp.psn.LessEq(psn) {
-		qp.comp.psn = psn.Next()
-	}
-}
-
-// readResponse places READ response data and completes the READ at its
-// last packet.
-func (qp *QP) readResponse(p wire.Packet, psn wire.PSN) {
-	w := qp.completeThrough(psn.Sub(1))
-	if psn != qp.comp.psn {
-		qp.dev.counters.inc(DropUnexpectedResponse) // one went missing: the timeout retries
-		return
-	}
-	if w == nil || w.opcode != ib.WRRDMARead || psn.Less(w.firstPSN) || w.lastPSN.Less(psn) {
-		qp.dev.counters.inc(DropUnexpectedResponse)
-		return
-	}
-	if a := p.AETH(); a != nil && a.Syndrome().Type() != wire.SyndromeACK {
-		qp.dev.counters.inc(DropUnexpectedResponse)
-		return
-	}
-	off := uint32(psn.Diff(w.firstPSN)) * qp.mtu
-	last := psn == w.lastPSN
-	want := qp.mtu
-	if last {
-		want = w.length - off
-	}
-	data := p.Payload()
-	if uint32(len(data)) != want {
-		qp.failSend(w, ib.WCBadRespErr)
-		return
-	}
-	if f := qp.copySGEs(w.sge, off, data, true); f != mem.FaultNone {
-		qp.failSend(w, ib.WCLocProtErr)
-		return
-	}
-	qp.comp.psn = psn.Next()
-	if last {
-		qp.finishSend(w, ib.WCSuccess)
-	}
-}
-
-// atomicACK returns the original value of an atomic to the requester's
-// buffer, in host byte order (ROCEV2.md §9).
-func (qp *QP) atomicACK(p wire.Packet, psn wire.PSN) {
-	w := qp.completeThrough(psn.Sub(1))
-	if w == nil || !w.isAtomic() || w.firstPSN != psn || psn != qp.comp.psn {
-		qp.dev.counters.inc(DropUnexpectedResponse)
-		return
-	}
-	var orig [8]byte
-	binary.NativeEndian.PutUint64(orig[:], p.AtomicAckETH().OrigData())
-	if f := qp.copySGEs(w.sge, 0, orig[:], true); f != mem.FaultNone {
-		qp.failSend(w, ib.WCLocProtErr)
-		return
-	}
-	qp.comp.psn = psn.Next()
-	qp.finishSend(w, ib.WCSuccess)
-}
-
-// rnrNAK waits the responder's RNR timer, then resends from psn.
-func (qp *QP) rnrNAK(psn wire.PSN, t wire.RNRTimer, now time.Time) {
-	qp.dev.counters.inc(RcvdRNRErr)
-	w := qp.completeThrough(psn.Sub(1))
-	if w == nil {
-		return
-	}
-	if qp.attr.RNRRetry != 7 { // 7 means retry forever
-		if qp.comp.rnrRetry == 0 {
-			qp.dev.counters.inc(RetryRNRExceededErr)
-			qp.failSend(w, ib.WCRNRRetryExcErr)
-			return
-		}
-		qp.comp.rnrRetry--
-	}
-	qp.comp.psn = psn
-	qp.req.rnrUntil = now.Add(t.Duration())
-	qp.rewind()
-}
-
-// seqNAK resends from the PSN the responder expects. A NAK for the PSN the
-// requester has already rewound to (after an RNR NAK, or a NAK that was
-// sent twice) starts no second retry (ROCEV2.md §8.2).
-func (qp *QP) seqNAK(psn wire.PSN, now time.Time) {
-	qp.dev.counters.inc(RcvdSeqErr)
-	if qp.completeThrough(psn.Sub(1)) == nil || qp.req.psn == psn {
-		return
-	}
-	qp.comp.psn = psn
-	qp.retry(now, false)
-}
-
-// fatalNAK fails the WQE the NAK names; the QP goes to the error state.
-func (qp *QP) fatalNAK(psn wire.PSN, code wire.NAKCode) {
-	w := qp.completeThrough(psn.Sub(1))
-	if w == nil {
-		return
-	}
-	status := ib.WCRemOpErr // also for unknown codes, as rxe does
-	switch code {
-	case wire.NAKInvalidRequest:
-		status = ib.WCRemInvReqErr
-	case wire.NAKRemoteAccess:
-		status = ib.WCRemAccessErr
-	}
-	qp.failSend(w, status)
-}
-
-// checkTimers fires the local ACK timeout. While an RNR wait is pending the
-// timeout does not start a retry (ROCEV2.md §8.3): it is dropped, and the
-// resend after the wait starts the timer again.
-func (qp *QP) checkTimers(now time.Time) {
-	d := qp.comp.deadline
-	if d.IsZero() || now.Before(d) {
-		return
-	}
-	qp.comp.deadline = time.Time{}
-	if !qp.req.rnrUntil.IsZero() && now.Before(qp.req.rnrUntil) {
-		return
-	}
-	if qp.comp.psn == qp.req.maxPSN {
-		return
-	}
-	qp.dev.counters.inc(LocalACKTimeout)
-	qp.retry(now, true)
-	if qp.State() != ib.QPStateErr {
-		qp.comp.restartTimer(now, &qp.attr)
-	}
-}
-
-// retry starts a go-back-N retransmission, if retries are left. Only a
-// timeout may start one while another is under way.
-func (qp *QP) retry(now time.Time, timeout bool) {
-	w := qp.oldest()
-	if w == nil || (qp.comp.retrying && !timeout) {
-		return
-	}
-	if qp.comp.retryCnt == 0 {
-		qp.dev.counters.inc(RetryExceededErr)
-		qp.failSend(w, ib.WCRetryExcErr)
-		return
-	}
-	qp.comp.retryCnt--
-	qp.comp.retrying = true
-	qp.dev.counters.inc(CompleterRetryErr)
-	qp.rewind()
-	qp.comp.restartTimer(now, &qp.attr)
-}
-
-// rewind makes the requester resend from comp.psn (ROCEV2.md §8.3): the
-// oldest WQE resumes after its acknowledged packets with its original PSNs
-// and opcodes, every later started WQE is sent again from its start.
-func (qp *QP) rewind() {
-	qp.req.psn = qp.comp.psn
-	qp.req.cur = qp.sq.Head()
-	for i := qp.sq.Head(); i != qp.sq.Tail(); i++ {
-		w := qp.sq.At(i)
-		if w.state == wqePosted || w.state == wqeFailed {
-			break
-		}
-		w.sent = 0
-		if i == qp.sq.Head() && !w.isReadAtomic() {
-			w.sent = uint32(qp.comp.psn.Diff(w.firstPSN)) * qp.mtu
-		}
-		w.state = wqeSending
-	}
-}
-
 // finishSend completes the oldest send WQE: its slot is freed first, then
 // a completion is written if it failed or was signaled, so a poster that
 // sees the completion also finds the slot free.
@@ -344,20 +361,10 @@ func (qp *QP) finishSend(w *sendWQE, status ib.WCStatus) {
 		}
 	}
 	if w.isReadAtomic() {
-		qp.req.rdAtomic--
-	}
-	if qp.req.cur == qp.sq.Head() {
-		qp.req.cur++
+		qp.comp.rdAtomicDone++
 	}
 	qp.sq.Pop()
 	if report {
 		qp.sendCQ.push(&wc)
 	}
-}
-
-// failSend completes w with an error and moves the QP to the error state,
-// which flushes the rest.
-func (qp *QP) failSend(w *sendWQE, status ib.WCStatus) {
-	qp.finishSend(w, status)
-	qp.state.Store(uint32(ib.QPStateErr))
 }

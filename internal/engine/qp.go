@@ -51,6 +51,7 @@ type QP struct {
 	req       requester
 	comp      completer
 	resp      responder
+	trace     TraceFunc // nil unless tracing (SetTrace)
 	xmit      xmitBatch
 	timerAt   time.Time // deadline registered with the device timer
 	destroyed bool
@@ -268,7 +269,7 @@ const turnBudget = 64
 // armTimer registers the QP's earliest deadline with the device timer.
 func (qp *QP) armTimer(now time.Time) {
 	next := qp.comp.deadline
-	if r := qp.req.rnrUntil; !r.IsZero() && (next.IsZero() || r.Before(next)) {
+	if r := qp.comp.rnrUntil; r.After(now) && qp.State() != ib.QPStateErr && (next.IsZero() || r.Before(next)) {
 		next = r
 	}
 	if next.IsZero() || (!qp.timerAt.IsZero() && !next.Before(qp.timerAt) && qp.timerAt.After(now)) {

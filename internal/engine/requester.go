@@ -20,14 +20,16 @@ const (
 	defaultPKey = 0xffff
 )
 
-// requester is the send side's packet generator. Owned by the QP's turn.
+// requester is the send side's packet generator (rxe_req.c).
+// Owned by the QP's turn; only the requester writes it. It reads what the
+// completer reports (see completer) and acts on it in catchUp.
 type requester struct {
-	psn      wire.PSN  // PSN of the next packet
-	maxPSN   wire.PSN  // one past the highest PSN sent; psn is behind it while resending
-	cur      uint32    // send-queue index of the WQE being sent
-	rdAtomic int       // READ/atomic WQEs started and not completed
-	noAck    int       // packets sent since the last one with AckReq
-	rnrUntil time.Time // after an RNR NAK, nothing is sent before this
+	psn             wire.PSN // PSN of the next packet
+	maxPSN          wire.PSN // one past the highest PSN sent; psn is behind it while resending
+	cur             uint32   // send-queue index of the WQE being sent
+	rdAtomicStarted uint32   // READ/atomic WQEs started; less comp.rdAtomicDone, those in flight
+	noAck           int      // packets sent since the last one with AckReq
+	resends         uint32   // go-back-N requests of the completer acted on (comp.resends)
 }
 
 // request turns send WQEs into packets, at most budget of them. It stops at
@@ -38,11 +40,9 @@ func (qp *QP) request(now time.Time, budget int) (more bool) {
 	if st != ib.QPStateRTS && st != ib.QPStateSQD {
 		return false
 	}
-	if r := qp.req.rnrUntil; !r.IsZero() {
-		if now.Before(r) {
-			return false
-		}
-		qp.req.rnrUntil = time.Time{}
+	qp.catchUp()
+	if now.Before(qp.comp.rnrUntil) {
+		return false
 	}
 	for ; budget > 0; budget-- {
 		if qp.req.cur == qp.sq.Tail() {
@@ -74,18 +74,67 @@ func (qp *QP) request(now time.Time, budget int) (more bool) {
 	return true
 }
 
+// catchUp applies what the completer reported since the requester last
+// ran: cur moves past WQEs completed under it, and a go-back-N it asked for
+// rewinds to comp.psn.
+func (qp *QP) catchUp() {
+	if head := qp.sq.Head(); int32(qp.req.cur-head) < 0 {
+		qp.req.cur = head
+	}
+	if qp.resendPending() {
+		qp.req.resends = qp.comp.resends
+		qp.rewind()
+	}
+}
+
+// resendPending reports whether the completer asked for a go-back-N the
+// requester has not made yet.
+func (qp *QP) resendPending() bool { return qp.req.resends != qp.comp.resends }
+
+// nextPSN returns the PSN the requester sends next, counting a go-back-N
+// the completer asked for and the requester has not made yet.
+func (qp *QP) nextPSN() wire.PSN {
+	if qp.resendPending() {
+		return qp.comp.psn
+	}
+	return qp.req.psn
+}
+
+// rdAtomicInFlight returns the READ and atomic WQEs started and not
+// completed.
+func (qp *QP) rdAtomicInFlight() uint32 { return qp.req.rdAtomicStarted - qp.comp.rdAtomicDone }
+
+// rewind resends from comp.psn (ROCEV2.md §8.3): the oldest WQE resumes
+// after its acknowledged packets with its original PSNs and opcodes, every
+// later started WQE is sent again from its start.
+func (qp *QP) rewind() {
+	qp.req.psn = qp.comp.psn
+	qp.req.cur = qp.sq.Head()
+	for i := qp.sq.Head(); i != qp.sq.Tail(); i++ {
+		w := qp.sq.At(i)
+		if w.state == wqePosted || w.state == wqeFailed {
+			break
+		}
+		w.sent = 0
+		if i == qp.sq.Head() && !w.isReadAtomic() {
+			w.sent = uint32(qp.comp.psn.Diff(w.firstPSN)) * qp.mtu
+		}
+		w.state = wqeSending
+	}
+}
+
 // startWQE assigns the WQE its PSNs if the flow limits allow it to start.
 func (qp *QP) startWQE(w *sendWQE) bool {
-	if w.flags&ib.SendFence != 0 && qp.req.rdAtomic > 0 {
+	if w.flags&ib.SendFence != 0 && qp.rdAtomicInFlight() > 0 {
 		return false // IBV_SEND_FENCE: earlier READs and atomics first
 	}
 	if w.isReadAtomic() {
 		// max_rd_atomic 0 would forbid every READ; allow one, as the
 		// peer's responder needs a resource for it anyway.
-		if qp.req.rdAtomic >= max(1, int(qp.attr.MaxRdAtomic)) {
+		if qp.rdAtomicInFlight() >= max(1, uint32(qp.attr.MaxRdAtomic)) {
 			return false
 		}
-		qp.req.rdAtomic++
+		qp.req.rdAtomicStarted++
 	}
 	w.firstPSN = qp.req.psn
 	w.lastPSN = w.firstPSN.Add(w.npkts(qp.mtu) - 1)
@@ -156,7 +205,7 @@ func (qp *QP) sendSegment(w *sendWQE, f *wire.BTHFields) bool {
 		copy(p.Payload(), w.inline[w.sent:w.sent+n])
 	} else if fault := qp.copySGEs(w.sge, w.sent, p.Payload(), false); fault != mem.FaultNone {
 		qp.xmit.abort()
-		w.state, w.status = wqeFailed, ib.WCLocProtErr
+		w.state, w.status = wqeFailed, compErrors[compLocalProt].status
 		return false
 	}
 	qp.xmit.queue(qp, p)

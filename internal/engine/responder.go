@@ -45,20 +45,49 @@ type resource struct {
 	orig        uint64 // atomic: value before the operation
 }
 
-// respError is a responder error class.
-type respError uint8
+// respOutcome is what the responder made of one request packet: the
+// results of rxe_resp.c's states, and the error classes of IBA 9.9.3.
+type respOutcome uint8
 
 const (
-	respOK respError = iota
+	respDone      respOutcome = iota // in order and executed: data placed, READ started, atomic done
+	respRNR                          // no receive WQE: RNR NAK, PSN not consumed (IBA 9.7.5.2.8)
+	respSeqNAK                       // PSN ahead: PSN sequence error NAK (IBA 9.7.5.2, code 0)
+	respSeqDrop                      // PSN ahead after that NAK: dropped until back in order
+	respDupACK                       // duplicate SEND or WRITE: acknowledged again
+	respDupRead                      // duplicate READ: executed again
+	respDupAtomic                    // duplicate atomic: answered from its resource
+	respDupDrop                      // duplicate matching no resource: dropped
+	// The error classes, from here on: each sends a NAK and moves the QP
+	// to the error state (respErrors).
 	errInvalidRequest
 	errRemoteAccess
 	errRecvLength
 	errRecvProt
 )
 
+var respOutcomeNames = [...]string{
+	respDone:          "done",
+	respRNR:           "RNR NAK",
+	respSeqNAK:        "PSN sequence NAK",
+	respSeqDrop:       "out of sequence, dropped",
+	respDupACK:        "duplicate, ACK again",
+	respDupRead:       "duplicate READ, execute again",
+	respDupAtomic:     "duplicate atomic, replay",
+	respDupDrop:       "duplicate, dropped",
+	errInvalidRequest: "invalid request",
+	errRemoteAccess:   "remote access error",
+	errRecvLength:     "receive length error",
+	errRecvProt:       "receive protection error",
+}
+
+func (o respOutcome) String() string { return respOutcomeNames[o] }
+
+func (o respOutcome) isError() bool { return o >= errInvalidRequest }
+
 // respErrors is the one table of responder errors (IBA 9.9.3, ROCEV2.md
-// §12.3): the NAK sent, and the status of the receive WQE in use, if any.
-// Every class moves the QP to the error state.
+// §12.3): the NAK sent (IBA 9.7.5.2, table 43), and the status of the
+// receive WQE in use, if any. Every class moves the QP to the error state.
 var respErrors = [...]struct {
 	nak    wire.NAKCode
 	status ib.WCStatus
@@ -69,44 +98,84 @@ var respErrors = [...]struct {
 	errRecvProt:       {wire.NAKRemoteOperation, ib.WCLocProtErr},
 }
 
-// respond handles one request packet.
+// respond handles one request packet: its PSN decides between a new
+// request, a duplicate and a gap (ROCEV2.md §6.3).
 func (qp *QP) respond(p wire.Packet) {
 	psn := p.BTH().PSN()
-	r := &qp.resp
-	switch d := psn.Diff(r.psn); {
-	case d > 0: // a packet went missing (ROCEV2.md §6.3)
-		qp.dev.counters.inc(OutOfSeqRequest)
-		if !r.sentNAK {
-			r.sentNAK = true
-			qp.sendACK(wire.NAKSyndrome(wire.NAKPSNSequenceError), r.psn)
-			qp.dev.counters.inc(NAKSent)
-		}
-		return
+	var o respOutcome
+	switch d := psn.Diff(qp.resp.psn); {
+	case d > 0:
+		o = qp.respSeqError()
 	case d < 0:
 		qp.dev.counters.inc(DuplicateRequest)
-		qp.duplicate(p, psn)
-		return
+		o = qp.duplicate(p, psn)
+	default:
+		qp.resp.sentNAK = false
+		if o = qp.execute(p, psn); o.isError() {
+			qp.respFail(o, psn)
+		}
 	}
-	r.sentNAK = false
+	if qp.trace != nil {
+		qp.traceResp(p.Opcode(), psn, o)
+	}
+}
+
+// respSeqError answers a request past the expected PSN: a packet went
+// missing. One PSN sequence NAK asks for it; later packets are dropped
+// quietly until it comes (IBA 9.7.5.2).
+func (qp *QP) respSeqError() respOutcome {
+	r := &qp.resp
+	qp.dev.counters.inc(OutOfSeqRequest)
+	if r.sentNAK {
+		return respSeqDrop
+	}
+	r.sentNAK = true
+	qp.sendACK(wire.NAKSyndrome(wire.NAKPSNSequenceError), r.psn)
+	qp.dev.counters.inc(NAKSent)
+	return respSeqNAK
+}
+
+// execute runs the request at the expected PSN.
+func (qp *QP) execute(p wire.Packet, psn wire.PSN) respOutcome {
 	info := p.Info()
-	var e respError
 	switch {
-	case !r.inOrder(info):
-		e = errInvalidRequest // opcode out of sequence (ROCEV2.md §6.3)
+	case !qp.resp.inOrder(info):
+		return errInvalidRequest // opcode out of sequence (ROCEV2.md §6.3)
 	case info.Is(wire.OpSend):
-		e = qp.respSend(p, psn)
+		return qp.respSend(p, psn)
 	case info.Is(wire.OpWrite):
-		e = qp.respWrite(p, psn)
+		return qp.respWrite(p, psn)
 	case info.Is(wire.OpRead):
-		e = qp.respRead(p, psn)
+		return qp.respRead(p, psn)
 	case info.Is(wire.OpAtomic):
-		e = qp.respAtomic(p, psn)
-	default: // FLUSH, ATOMIC WRITE: not advertised, not supported
-		e = errInvalidRequest
+		return qp.respAtomic(p, psn)
 	}
-	if e != respOK {
-		qp.respFail(e, psn)
+	return errInvalidRequest // FLUSH, ATOMIC WRITE: not advertised, not supported
+}
+
+// remote resolves an access of n bytes at va under rkey, with the QP's PD
+// and right need; any fault of the key, the bounds or the rights is a
+// remote access error (NAK code 2, IBA table 43). The caller releases the
+// ref.
+func (qp *QP) remote(rkey uint32, va uint64, n uint32, need mem.Access) (mem.Ref, respOutcome) {
+	ref, f := qp.dev.mrs.Acquire(mem.Key(rkey), qp.pd, va, uint64(n), need)
+	if f != mem.FaultNone {
+		return ref, errRemoteAccess
 	}
+	return ref, respDone
+}
+
+// checkRemote validates a remote access without making it. A zero-length
+// one checks no key (ROCEV2.md §12.3 step 7).
+func (qp *QP) checkRemote(rkey uint32, va uint64, n uint32, need mem.Access) respOutcome {
+	if n == 0 {
+		return respDone
+	}
+	ref, o := qp.remote(rkey, va, n, need)
+	if o == respDone {
+		ref.Release()
+	}
+	return o
 }
 
 // inOrder checks the opcode sequence: inside a SEND or WRITE only its
@@ -156,10 +225,10 @@ func (qp *QP) payloadOK(info *wire.OpInfo, n int) bool {
 
 // respSend places SEND data into the receive WQE and completes it at the
 // last packet.
-func (qp *QP) respSend(p wire.Packet, psn wire.PSN) respError {
+func (qp *QP) respSend(p wire.Packet, psn wire.PSN) respOutcome {
 	info, r := p.Info(), &qp.resp
 	if info.Is(wire.OpFirst) && !qp.takeWQE(psn) {
-		return respOK // RNR NAK sent, PSN not consumed
+		return respRNR
 	}
 	data := p.Payload()
 	if !qp.payloadOK(info, len(data)) {
@@ -183,11 +252,11 @@ func (qp *QP) respSend(p wire.Packet, psn wire.PSN) respError {
 		r.msn++
 	}
 	qp.acceptRequest(p, psn)
-	return respOK
+	return respDone
 }
 
 // respWrite places RDMA WRITE data into the target region.
-func (qp *QP) respWrite(p wire.Packet, psn wire.PSN) respError {
+func (qp *QP) respWrite(p wire.Packet, psn wire.PSN) respOutcome {
 	info, r := p.Info(), &qp.resp
 	if info.Is(wire.OpFirst) {
 		if qp.attr.AccessFlags&ib.AccessRemoteWrite == 0 {
@@ -197,20 +266,15 @@ func (qp *QP) respWrite(p wire.Packet, psn wire.PSN) respError {
 		if reth.DMALength() > MaxMsgSize {
 			return errInvalidRequest
 		}
-		// A zero-length WRITE checks no key (ROCEV2.md §12.3 step 7).
-		if n := reth.DMALength(); n > 0 {
-			ref, f := qp.dev.mrs.Acquire(mem.Key(reth.RKey()), qp.pd, reth.VA(), uint64(n), mem.RemoteWrite)
-			if f != mem.FaultNone {
-				return errRemoteAccess
-			}
-			ref.Release()
+		if o := qp.checkRemote(reth.RKey(), reth.VA(), reth.DMALength(), mem.RemoteWrite); o != respDone {
+			return o
 		}
 		r.write = writeState{va: reth.VA(), rkey: reth.RKey(), resid: reth.DMALength(), total: reth.DMALength()}
 	}
 	// WRITE WITH IMMEDIATE consumes a receive WQE at its last packet: check
 	// before placing anything, so an RNR NAK leaves no trace.
 	if p.ImmDt() != nil && !qp.takeWQE(psn) {
-		return respOK
+		return respRNR
 	}
 	data := p.Payload()
 	n := uint32(len(data))
@@ -223,9 +287,9 @@ func (qp *QP) respWrite(p wire.Packet, psn wire.PSN) respError {
 		return errInvalidRequest
 	}
 	if n > 0 {
-		ref, f := qp.dev.mrs.Acquire(mem.Key(r.write.rkey), qp.pd, r.write.va, uint64(n), mem.RemoteWrite)
-		if f != mem.FaultNone {
-			return errRemoteAccess // deregistered in the middle of the message
+		ref, o := qp.remote(r.write.rkey, r.write.va, n, mem.RemoteWrite)
+		if o != respDone {
+			return o // deregistered in the middle of the message
 		}
 		copy(ref.Bytes(), data)
 		ref.Release()
@@ -241,7 +305,7 @@ func (qp *QP) respWrite(p wire.Packet, psn wire.PSN) respError {
 		r.msn++
 	}
 	qp.acceptRequest(p, psn)
-	return respOK
+	return respDone
 }
 
 // acceptRequest advances the expected PSN past a SEND or WRITE packet and
@@ -256,7 +320,7 @@ func (qp *QP) acceptRequest(p wire.Packet, psn wire.PSN) {
 
 // respFail sends the NAK of error class e, fails the receive WQE in use and
 // moves the QP to the error state.
-func (qp *QP) respFail(e respError, psn wire.PSN) {
+func (qp *QP) respFail(e respOutcome, psn wire.PSN) {
 	c := respErrors[e]
 	qp.sendACK(wire.NAKSyndrome(c.nak), psn)
 	qp.dev.counters.inc(NAKSent)

@@ -8,7 +8,7 @@ import (
 
 // respRead executes an RDMA READ request: it takes a responder resource and
 // streams the response packets.
-func (qp *QP) respRead(p wire.Packet, psn wire.PSN) respError {
+func (qp *QP) respRead(p wire.Packet, psn wire.PSN) respOutcome {
 	if qp.attr.AccessFlags&ib.AccessRemoteRead == 0 || len(qp.resp.res) == 0 {
 		return errInvalidRequest // no right, or max_dest_rd_atomic 0 (ROCEV2.md §12.3 steps 3-4)
 	}
@@ -17,12 +17,8 @@ func (qp *QP) respRead(p wire.Packet, psn wire.PSN) respError {
 	if n > MaxMsgSize {
 		return errInvalidRequest
 	}
-	if n > 0 {
-		ref, f := qp.dev.mrs.Acquire(mem.Key(reth.RKey()), qp.pd, reth.VA(), uint64(n), mem.RemoteRead)
-		if f != mem.FaultNone {
-			return errRemoteAccess
-		}
-		ref.Release()
+	if o := qp.checkRemote(reth.RKey(), reth.VA(), n, mem.RemoteRead); o != respDone {
+		return o
 	}
 	npkts := max(1, (n+qp.mtu-1)/qp.mtu)
 	res := qp.takeResource()
@@ -30,7 +26,7 @@ func (qp *QP) respRead(p wire.Packet, psn wire.PSN) respError {
 	qp.resp.msn++
 	qp.resp.psn = res.last.Next()
 	qp.startRead(reth.VA(), reth.RKey(), n, psn)
-	return respOK
+	return respDone
 }
 
 // readStream is a READ whose responses are being sent, a turn's budget at
@@ -69,11 +65,14 @@ func (qp *QP) streamRead(budget int) int {
 			h.Encode(&wire.AETHFields{Syndrome: wire.ACKSyndrome(wire.CreditsUnlimited), MSN: qp.resp.msn})
 		}
 		if size > 0 {
-			ref, fault := qp.dev.mrs.Acquire(mem.Key(r.rkey), qp.pd, r.va+uint64(r.off), uint64(size), mem.RemoteRead)
-			if fault != mem.FaultNone {
+			ref, o := qp.remote(r.rkey, r.va+uint64(r.off), size, mem.RemoteRead)
+			if o != respDone {
 				qp.xmit.abort()
 				r.active = false
-				qp.respFail(errRemoteAccess, r.reqPSN)
+				qp.respFail(o, r.reqPSN)
+				if qp.trace != nil {
+					qp.traceResp(wire.RCReadRequest, r.reqPSN, o)
+				}
 				return n
 			}
 			copy(p.Payload(), ref.Bytes())
@@ -92,7 +91,7 @@ func (qp *QP) streamRead(budget int) int {
 
 // respAtomic executes COMPARE SWAP or FETCH ADD with a CPU atomic on the
 // target and answers with the original value.
-func (qp *QP) respAtomic(p wire.Packet, psn wire.PSN) respError {
+func (qp *QP) respAtomic(p wire.Packet, psn wire.PSN) respOutcome {
 	if qp.attr.AccessFlags&ib.AccessRemoteAtomic == 0 || len(qp.resp.res) == 0 {
 		return errInvalidRequest
 	}
@@ -100,9 +99,9 @@ func (qp *QP) respAtomic(p wire.Packet, psn wire.PSN) respError {
 	if a.VA()%8 != 0 {
 		return errInvalidRequest // misaligned atomic (ROCEV2.md §9, §12.3 step 11)
 	}
-	ref, f := qp.dev.mrs.Acquire(mem.Key(a.RKey()), qp.pd, a.VA(), 8, mem.RemoteAtomic)
-	if f != mem.FaultNone {
-		return errRemoteAccess
+	ref, o := qp.remote(a.RKey(), a.VA(), 8, mem.RemoteAtomic)
+	if o != respDone {
+		return o
 	}
 	var orig uint64
 	if p.Opcode() == wire.RCCompareSwap {
@@ -116,7 +115,7 @@ func (qp *QP) respAtomic(p wire.Packet, psn wire.PSN) respError {
 	qp.resp.msn++
 	qp.resp.psn = psn.Next()
 	qp.sendAtomicACK(psn, orig)
-	return respOK
+	return respDone
 }
 
 func (qp *QP) sendAtomicACK(psn wire.PSN, orig uint64) {
@@ -140,12 +139,13 @@ func (qp *QP) takeResource() *resource {
 // duplicate answers a request the responder has seen (ROCEV2.md §7.6):
 // SEND and WRITE are acknowledged again, READs re-executed, atomics answered
 // from the resource cache. Unknown duplicates are dropped.
-func (qp *QP) duplicate(p wire.Packet, psn wire.PSN) {
+func (qp *QP) duplicate(p wire.Packet, psn wire.PSN) respOutcome {
 	info := p.Info()
 	switch {
 	case info.Is(wire.OpSend), info.Is(wire.OpWrite):
 		qp.sendACK(wire.ACKSyndrome(wire.CreditsUnlimited), qp.resp.psn.Sub(1))
 		qp.dev.counters.inc(ACKSent)
+		return respDupACK
 	case info.Is(wire.OpRead):
 		reth := p.RETH()
 		for i := range qp.resp.res {
@@ -156,17 +156,18 @@ func (qp *QP) duplicate(p wire.Packet, psn wire.PSN) {
 			// The retried READ must ask for a part of the original one.
 			end := uint64(res.va) + uint64(res.length)
 			if reth.RKey() != res.rkey || reth.VA() < res.va || reth.VA()+uint64(reth.DMALength()) > end {
-				return
+				return respDupDrop
 			}
 			qp.startRead(reth.VA(), reth.RKey(), reth.DMALength(), psn)
-			return
+			return respDupRead
 		}
 	case info.Is(wire.OpAtomic):
 		for i := range qp.resp.res {
 			if res := &qp.resp.res[i]; res.kind == wire.OpAtomic && res.first == psn {
 				qp.sendAtomicACK(psn, res.orig)
-				return
+				return respDupAtomic
 			}
 		}
 	}
+	return respDupDrop
 }
