@@ -203,12 +203,12 @@ func (c *row) run(t *testing.T) {
 	for i, s := range c.steps {
 		switch {
 		case s.post != nil:
-			if err := r.qp.PostSend(s.post(r)); err != nil {
+			if _, err := r.qp.PostSend(s.post(r)); err != nil {
 				t.Fatalf("step %d: %v", i, err)
 			}
 		case s.recv:
 			rw := &RecvWR{WRID: 100 + uint64(i), SGList: []SGE{{Addr: mem.AddrOf(r.region), Length: 512, LKey: ib.LKey(r.key)}}}
-			if err := r.qp.PostRecv(rw); err != nil {
+			if _, err := r.qp.PostRecv(rw); err != nil {
 				t.Fatalf("step %d: %v", i, err)
 			}
 		case s.in != nil:

@@ -35,7 +35,7 @@ func TestTraceDecisions(t *testing.T) {
 		r.qp.SetTrace(func(e TraceEvent) { got = append(got, e.String()) })
 		r.inject(t, &pkt{op: wire.RCSendOnly, psn: 3, ack: true, payload: []byte("x")})
 		r.inject(t, &pkt{op: wire.RCSendOnly, psn: 0, ack: true, payload: []byte("x")})
-		if err := r.qp.PostSend(sends(1)(r)); err != nil {
+		if _, err := r.qp.PostSend(sends(1)(r)); err != nil {
 			t.Fatal(err)
 		}
 		r.sent()
