@@ -40,7 +40,6 @@ func (d *Device) recvLoop() {
 			continue
 		}
 		for i := range got {
-			d.tap.recordReceived(&msgs[i], d.local)
 			qp := d.accept(&msgs[i])
 			if qp == nil {
 				continue

@@ -55,11 +55,6 @@ func (x *xmitBatch) flush(qp *QP) {
 	if x.n == 0 {
 		return
 	}
-	if t := qp.dev.tap; t != nil {
-		for i := range x.n {
-			t.record(&qp.env, x.msgs[i].Buf)
-		}
-	}
 	sent, err := qp.dev.bind.Send(x.msgs[:x.n])
 	qp.dev.counters.add(SentPkts, uint64(sent))
 	if err != nil || sent < x.n {
