@@ -95,7 +95,7 @@ func (qp *QP) startWQE(w *sendWQE) bool {
 
 // sendNext sends the WQE's next packet.
 func (qp *QP) sendNext(w *sendWQE, now time.Time) {
-	f := wire.BTHFields{PKey: defaultPKey, DestQP: uint32(qp.attr.DestQPN), PSN: qp.req.psn}
+	f := qp.bth(0, qp.req.psn) // the opcode is chosen below
 	switch {
 	case w.opcode == ib.WRRDMARead:
 		// After a retry, ask only for what has not arrived (ROCEV2.md §8.3).

@@ -283,7 +283,7 @@ func (qp *QP) completeRecv(op ib.WCOpcode, n uint32, imm *uint32) {
 // current MSN. A pending coalesced ACK goes first, to keep PSNs in order.
 func (qp *QP) sendACK(s wire.Syndrome, psn wire.PSN) {
 	qp.sendPendingACK()
-	f := wire.BTHFields{Opcode: wire.RCAcknowledge, PKey: defaultPKey, DestQP: uint32(qp.attr.DestQPN), PSN: psn}
+	f := qp.bth(wire.RCAcknowledge, psn)
 	p := qp.xmit.start(qp, &f, 0)
 	p.AETH().Encode(&wire.AETHFields{Syndrome: s, MSN: qp.resp.msn})
 	qp.xmit.queue(qp, p)

@@ -63,7 +63,7 @@ func (qp *QP) streamRead(budget int) int {
 		resid := r.length - r.off
 		pos := positionOf(r.started, resid, qp.mtu)
 		size := min(resid, qp.mtu)
-		f := wire.BTHFields{Opcode: readResponseOpcodes[pos], PKey: defaultPKey, DestQP: uint32(qp.attr.DestQPN), PSN: r.psn}
+		f := qp.bth(readResponseOpcodes[pos], r.psn)
 		p := qp.xmit.start(qp, &f, int(size))
 		if h := p.AETH(); h != nil {
 			h.Encode(&wire.AETHFields{Syndrome: wire.ACKSyndrome(wire.CreditsUnlimited), MSN: qp.resp.msn})
@@ -121,7 +121,7 @@ func (qp *QP) respAtomic(p wire.Packet, psn wire.PSN) respError {
 
 func (qp *QP) sendAtomicACK(psn wire.PSN, orig uint64) {
 	qp.sendPendingACK()
-	f := wire.BTHFields{Opcode: wire.RCAtomicAcknowledge, PKey: defaultPKey, DestQP: uint32(qp.attr.DestQPN), PSN: psn}
+	f := qp.bth(wire.RCAtomicAcknowledge, psn)
 	p := qp.xmit.start(qp, &f, 0)
 	p.AETH().Encode(&wire.AETHFields{Syndrome: wire.ACKSyndrome(wire.CreditsUnlimited), MSN: qp.resp.msn})
 	p.AtomicAckETH().SetOrigData(orig)

@@ -164,13 +164,7 @@ func isMapped(g [16]byte) bool {
 }
 
 func (s *session) close() {
-	if s.qp != nil {
-		s.qp.Destroy()
-	}
-	if s.mr != nil {
-		s.mr.Dereg()
-	}
-	s.dev.Close()
+	oob.Release(s.dev, s.mr, s.qp)
 	if s.buf != nil {
 		s.buf.Free()
 	}

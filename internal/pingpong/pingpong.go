@@ -119,15 +119,7 @@ func (s *session) fail(msg string, err error) error {
 	return errors.New(msg)
 }
 
-func (s *session) close() {
-	if s.qp != nil {
-		s.qp.Destroy()
-	}
-	if s.mr != nil {
-		s.mr.Dereg()
-	}
-	s.dev.Close()
-}
+func (s *session) close() { oob.Release(s.dev, s.mr, s.qp) }
 
 func printDest(w io.Writer, label string, d *dest) {
 	fmt.Fprintf(w, "%s LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", label, d.lid, d.qpn, d.psn, d.gid)
