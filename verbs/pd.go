@@ -39,7 +39,7 @@ func (pd *PD) RegMR(buf []byte, access AccessFlags) (*MR, error) {
 	if err := access.ValidForMR(); err != nil {
 		return nil, fmt.Errorf("reg MR: %w", err)
 	}
-	r, err := pd.dev.e.MRs().Register(pd.id, buf, mem.Access(access))
+	r, err := pd.dev.e.MRs().Register(pd.id, buf, access)
 	if err != nil {
 		return nil, fmt.Errorf("reg MR: %w", err)
 	}

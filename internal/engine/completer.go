@@ -35,7 +35,7 @@ func (c *completer) startTimer(now time.Time, a *QPAttr) {
 // restartTimer pushes the local ACK timeout one period out; timeout 0
 // disables it.
 func (c *completer) restartTimer(now time.Time, a *QPAttr) {
-	if d, _ := wire.LocalACKTimeout(a.Timeout); d > 0 {
+	if d, _ := ib.LocalACKTimeout(a.Timeout); d > 0 {
 		c.deadline = now.Add(d)
 	}
 }

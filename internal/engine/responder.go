@@ -199,7 +199,7 @@ func (qp *QP) respWrite(p wire.Packet, psn wire.PSN) respError {
 		}
 		// A zero-length WRITE checks no key (ROCEV2.md §12.3 step 7).
 		if n := reth.DMALength(); n > 0 {
-			ref, f := qp.dev.mrs.Acquire(mem.Key(reth.RKey()), qp.pd, reth.VA(), uint64(n), mem.RemoteWrite)
+			ref, f := qp.dev.mrs.Acquire(mem.Key(reth.RKey()), qp.pd, reth.VA(), uint64(n), ib.AccessRemoteWrite)
 			if f != mem.FaultNone {
 				return errRemoteAccess
 			}
@@ -223,7 +223,7 @@ func (qp *QP) respWrite(p wire.Packet, psn wire.PSN) respError {
 		return errInvalidRequest
 	}
 	if n > 0 {
-		ref, f := qp.dev.mrs.Acquire(mem.Key(r.write.rkey), qp.pd, r.write.va, uint64(n), mem.RemoteWrite)
+		ref, f := qp.dev.mrs.Acquire(mem.Key(r.write.rkey), qp.pd, r.write.va, uint64(n), ib.AccessRemoteWrite)
 		if f != mem.FaultNone {
 			return errRemoteAccess // deregistered in the middle of the message
 		}

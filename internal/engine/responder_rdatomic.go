@@ -18,7 +18,7 @@ func (qp *QP) respRead(p wire.Packet, psn wire.PSN) respError {
 		return errInvalidRequest
 	}
 	if n > 0 {
-		ref, f := qp.dev.mrs.Acquire(mem.Key(reth.RKey()), qp.pd, reth.VA(), uint64(n), mem.RemoteRead)
+		ref, f := qp.dev.mrs.Acquire(mem.Key(reth.RKey()), qp.pd, reth.VA(), uint64(n), ib.AccessRemoteRead)
 		if f != mem.FaultNone {
 			return errRemoteAccess
 		}
@@ -69,7 +69,7 @@ func (qp *QP) streamRead(budget int) int {
 			h.Encode(&wire.AETHFields{Syndrome: wire.ACKSyndrome(wire.CreditsUnlimited), MSN: qp.resp.msn})
 		}
 		if size > 0 {
-			ref, fault := qp.dev.mrs.Acquire(mem.Key(r.rkey), qp.pd, r.va+uint64(r.off), uint64(size), mem.RemoteRead)
+			ref, fault := qp.dev.mrs.Acquire(mem.Key(r.rkey), qp.pd, r.va+uint64(r.off), uint64(size), ib.AccessRemoteRead)
 			if fault != mem.FaultNone {
 				qp.xmit.abort()
 				r.active = false
@@ -100,7 +100,7 @@ func (qp *QP) respAtomic(p wire.Packet, psn wire.PSN) respError {
 	if a.VA()%8 != 0 {
 		return errInvalidRequest // misaligned atomic (ROCEV2.md §9, §12.3 step 11)
 	}
-	ref, f := qp.dev.mrs.Acquire(mem.Key(a.RKey()), qp.pd, a.VA(), 8, mem.RemoteAtomic)
+	ref, f := qp.dev.mrs.Acquire(mem.Key(a.RKey()), qp.pd, a.VA(), 8, ib.AccessRemoteAtomic)
 	if f != mem.FaultNone {
 		return errRemoteAccess
 	}

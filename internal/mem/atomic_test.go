@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"testing"
+
+	"github.com/goverbs/goverbs/internal/ib"
 )
 
 // word8 returns an 8-aligned 8-byte slice; the allocator aligns any
@@ -130,9 +132,9 @@ func TestAtomicOnRegisteredBuffer(t *testing.T) {
 	}
 	defer buf.Free()
 	tbl := NewTable(1)
-	r := mustRegister(t, tbl, pdA, buf.Bytes(), LocalWrite|RemoteAtomic)
+	r := mustRegister(t, tbl, pdA, buf.Bytes(), ib.AccessLocalWrite|ib.AccessRemoteAtomic)
 	defer tbl.Deregister(r)
-	ref, f := tbl.Acquire(r.Key(), pdA, r.Addr()+16, 8, RemoteAtomic)
+	ref, f := tbl.Acquire(r.Key(), pdA, r.Addr()+16, 8, ib.AccessRemoteAtomic)
 	if f != FaultNone {
 		t.Fatal(f)
 	}
