@@ -52,7 +52,7 @@ func (qp *QP) oldest() *sendWQE {
 	return w
 }
 
-// complete handles one response packet (ROCEV2.md §7.5, rxe_comp.c).
+// complete handles one response packet (doc/protocol.md §7.5, rxe_comp.c).
 func (qp *QP) complete(p wire.Packet, now time.Time) {
 	psn := p.BTH().PSN()
 	if psn.Less(qp.comp.psn) {
@@ -102,7 +102,7 @@ func (qp *QP) complete(p wire.Packet, now time.Time) {
 		return
 	}
 	// A WQE that failed locally is reported once it is the oldest
-	// (ROCEV2.md §10.1), also when a READ or atomic before it just ended.
+	// (doc/protocol.md §10.1), also when a READ or atomic before it just ended.
 	if w := qp.oldest(); w != nil && w.state == wqeFailed {
 		qp.failSend(w, w.status)
 		return
@@ -128,7 +128,7 @@ func (qp *QP) complete(p wire.Packet, now time.Time) {
 
 // completeThrough completes, in order, the SEND and WRITE WQEs whose every
 // packet is acknowledged by psn, moving comp.psn past them: any response
-// acknowledges the requests before it (ROCEV2.md §7.4, §7.5). It returns
+// acknowledges the requests before it (doc/protocol.md §7.4, §7.5). It returns
 // the first WQE it cannot complete, or nil. A WQE that failed locally is
 // completed with its error.
 func (qp *QP) completeThrough(psn wire.PSN) *sendWQE {
@@ -156,7 +156,7 @@ func (qp *QP) ack(psn wire.PSN, now time.Time) {
 	if w != nil && w.isReadAtomic() && !psn.Less(w.firstPSN) {
 		// Only its response completes a READ or atomic, never an ACK. If
 		// it has been sent, the responder went past it and its response
-		// was lost (ROCEV2.md §7.5); if it is being sent again, the ACK
+		// was lost (doc/protocol.md §7.5); if it is being sent again, the ACK
 		// is a late duplicate.
 		if w.state == wqeSent {
 			qp.retry(now, false)
@@ -206,7 +206,7 @@ func (qp *QP) readResponse(p wire.Packet, psn wire.PSN) {
 }
 
 // atomicACK returns the original value of an atomic to the requester's
-// buffer, in host byte order (ROCEV2.md §9).
+// buffer, in host byte order (doc/protocol.md §9).
 func (qp *QP) atomicACK(p wire.Packet, psn wire.PSN) {
 	w := qp.completeThrough(psn.Sub(1))
 	if w == nil || !w.isAtomic() || w.firstPSN != psn || psn != qp.comp.psn {
@@ -245,7 +245,7 @@ func (qp *QP) rnrNAK(psn wire.PSN, t wire.RNRTimer, now time.Time) {
 
 // seqNAK resends from the PSN the responder expects. A NAK for the PSN the
 // requester has already rewound to (after an RNR NAK, or a NAK that was
-// sent twice) starts no second retry (ROCEV2.md §8.2).
+// sent twice) starts no second retry (doc/protocol.md §8.2).
 func (qp *QP) seqNAK(psn wire.PSN, now time.Time) {
 	qp.dev.counters.inc(RcvdSeqErr)
 	if qp.completeThrough(psn.Sub(1)) == nil || qp.req.psn == psn {
@@ -272,7 +272,7 @@ func (qp *QP) fatalNAK(psn wire.PSN, code wire.NAKCode) {
 }
 
 // checkTimers fires the local ACK timeout. While an RNR wait is pending the
-// timeout does not start a retry (ROCEV2.md §8.3): it is dropped, and the
+// timeout does not start a retry (doc/protocol.md §8.3): it is dropped, and the
 // resend after the wait starts the timer again.
 func (qp *QP) checkTimers(now time.Time) {
 	d := qp.comp.deadline
@@ -312,7 +312,7 @@ func (qp *QP) retry(now time.Time, timeout bool) {
 	qp.comp.restartTimer(now, &qp.attr)
 }
 
-// rewind makes the requester resend from comp.psn (ROCEV2.md §8.3): the
+// rewind makes the requester resend from comp.psn (doc/protocol.md §8.3): the
 // oldest WQE resumes after its acknowledged packets with its original PSNs
 // and opcodes, every later started WQE is sent again from its start.
 func (qp *QP) rewind() {

@@ -98,7 +98,7 @@ func (qp *QP) sendNext(w *sendWQE, now time.Time) {
 	f := qp.bth(0, qp.req.psn) // the opcode is chosen below
 	switch {
 	case w.opcode == ib.WRRDMARead:
-		// After a retry, ask only for what has not arrived (ROCEV2.md §8.3).
+		// After a retry, ask only for what has not arrived (doc/protocol.md §8.3).
 		done := uint32(qp.req.psn.Diff(w.firstPSN)) * qp.mtu
 		f.Opcode, f.AckRequest = wire.RCReadRequest, true
 		p := qp.xmit.start(qp, &f, 0)
@@ -135,7 +135,7 @@ func (qp *QP) sendNext(w *sendWQE, now time.Time) {
 }
 
 // sendSegment sends the next packet of a SEND or RDMA WRITE message, whose
-// opcode follows from the message position (ROCEV2.md §5.2).
+// opcode follows from the message position (doc/protocol.md §5.2).
 func (qp *QP) sendSegment(w *sendWQE, f *wire.BTHFields) bool {
 	resid := w.length - w.sent
 	pos := positionOf(w.sent > 0, resid, qp.mtu)

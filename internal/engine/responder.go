@@ -35,7 +35,7 @@ type writeState struct {
 }
 
 // resource remembers an executed READ or atomic so a duplicate can be
-// answered (ROCEV2.md §7.6).
+// answered (doc/protocol.md §7.6).
 type resource struct {
 	kind        wire.OpFlags // wire.OpRead or wire.OpAtomic; 0 = empty
 	first, last wire.PSN
@@ -56,7 +56,7 @@ const (
 	errRecvProt
 )
 
-// respErrors is the one table of responder errors (IBA 9.9.3, ROCEV2.md
+// respErrors is the one table of responder errors (IBA 9.9.3, doc/protocol.md
 // §12.3): the NAK sent, and the status of the receive WQE in use, if any.
 // Every class moves the QP to the error state.
 var respErrors = [...]struct {
@@ -74,7 +74,7 @@ func (qp *QP) respond(p wire.Packet) {
 	psn := p.BTH().PSN()
 	r := &qp.resp
 	switch d := psn.Diff(r.psn); {
-	case d > 0: // a packet went missing (ROCEV2.md §6.3)
+	case d > 0: // a packet went missing (doc/protocol.md §6.3)
 		qp.dev.counters.inc(OutOfSeqRequest)
 		if !r.sentNAK {
 			r.sentNAK = true
@@ -92,7 +92,7 @@ func (qp *QP) respond(p wire.Packet) {
 	var e respError
 	switch {
 	case !r.inOrder(info):
-		e = errInvalidRequest // opcode out of sequence (ROCEV2.md §6.3)
+		e = errInvalidRequest // opcode out of sequence (doc/protocol.md §6.3)
 	case info.Is(wire.OpSend):
 		e = qp.respSend(p, psn)
 	case info.Is(wire.OpWrite):
@@ -123,7 +123,7 @@ func (r *responder) inOrder(info *wire.OpInfo) bool {
 
 // takeWQE makes sure a receive WQE is at hand for a packet that consumes
 // one; without one it sends an RNR NAK and the packet is dropped
-// (ROCEV2.md §7.3).
+// (doc/protocol.md §7.3).
 func (qp *QP) takeWQE(psn wire.PSN) bool {
 	r := &qp.resp
 	if r.haveWQE {
@@ -142,7 +142,7 @@ func (qp *QP) takeWQE(psn wire.PSN) bool {
 	return true
 }
 
-// payloadOK applies the packet-length rules of ROCEV2.md §5.4 (C9-94).
+// payloadOK applies the packet-length rules of doc/protocol.md §5.4 (C9-94).
 func (qp *QP) payloadOK(info *wire.OpInfo, n int) bool {
 	mtu := int(qp.mtu)
 	switch {
@@ -197,7 +197,7 @@ func (qp *QP) respWrite(p wire.Packet, psn wire.PSN) respError {
 		if reth.DMALength() > MaxMsgSize {
 			return errInvalidRequest
 		}
-		// A zero-length WRITE checks no key (ROCEV2.md §12.3 step 7).
+		// A zero-length WRITE checks no key (doc/protocol.md §12.3 step 7).
 		if n := reth.DMALength(); n > 0 {
 			ref, f := qp.dev.mrs.Acquire(mem.Key(reth.RKey()), qp.pd, reth.VA(), uint64(n), ib.AccessRemoteWrite)
 			if f != mem.FaultNone {
@@ -214,7 +214,7 @@ func (qp *QP) respWrite(p wire.Packet, psn wire.PSN) respError {
 	}
 	data := p.Payload()
 	n := uint32(len(data))
-	// rxe's strict write-length rules (ROCEV2.md §5.3).
+	// rxe's strict write-length rules (doc/protocol.md §5.3).
 	if r.write.resid > qp.mtu {
 		if info.Is(wire.OpLast) || n != qp.mtu {
 			return errInvalidRequest

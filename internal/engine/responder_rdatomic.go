@@ -10,7 +10,7 @@ import (
 // streams the response packets.
 func (qp *QP) respRead(p wire.Packet, psn wire.PSN) respError {
 	if qp.attr.AccessFlags&ib.AccessRemoteRead == 0 || len(qp.resp.res) == 0 {
-		return errInvalidRequest // no right, or max_dest_rd_atomic 0 (ROCEV2.md §12.3 steps 3-4)
+		return errInvalidRequest // no right, or max_dest_rd_atomic 0 (doc/protocol.md §12.3 steps 3-4)
 	}
 	reth := p.RETH()
 	n := reth.DMALength()
@@ -47,7 +47,7 @@ type readStream struct {
 }
 
 // startRead queues the responses for length bytes at va, numbered from psn
-// (ROCEV2.md §5.2). A pending coalesced ACK goes first.
+// (doc/protocol.md §5.2). A pending coalesced ACK goes first.
 func (qp *QP) startRead(va uint64, rkey, length uint32, psn wire.PSN) {
 	qp.sendPendingACK()
 	qp.resp.read = readStream{active: true, va: va, rkey: rkey, length: length, psn: psn, reqPSN: psn}
@@ -98,7 +98,7 @@ func (qp *QP) respAtomic(p wire.Packet, psn wire.PSN) respError {
 	}
 	a := p.AtomicETH()
 	if a.VA()%8 != 0 {
-		return errInvalidRequest // misaligned atomic (ROCEV2.md §9, §12.3 step 11)
+		return errInvalidRequest // misaligned atomic (doc/protocol.md §9, §12.3 step 11)
 	}
 	ref, f := qp.dev.mrs.Acquire(mem.Key(a.RKey()), qp.pd, a.VA(), 8, ib.AccessRemoteAtomic)
 	if f != mem.FaultNone {
@@ -137,7 +137,7 @@ func (qp *QP) takeResource() *resource {
 	return res
 }
 
-// duplicate answers a request the responder has seen (ROCEV2.md §7.6):
+// duplicate answers a request the responder has seen (doc/protocol.md §7.6):
 // SEND and WRITE are acknowledged again, READs re-executed, atomics answered
 // from the resource cache. Unknown duplicates are dropped.
 func (qp *QP) duplicate(p wire.Packet, psn wire.PSN) {

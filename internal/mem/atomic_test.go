@@ -57,7 +57,7 @@ func TestFetchAndAdd(t *testing.T) {
 	}
 }
 
-// The word is in host order (ROCEV2.md §9): the low byte in memory is the
+// The word is in host order (doc/protocol.md §9): the low byte in memory is the
 // low byte of the value on a little-endian host.
 func TestAtomicHostOrder(t *testing.T) {
 	b := word8(0)

@@ -118,7 +118,7 @@ func (t *Table) Deregister(r *Region) error {
 // Acquire checks an access of length bytes at virtual address va through
 // key, in protection domain pd, needing the rights in need (0 for a local
 // read, which verbs always allows). The checks and their order are rxe's
-// (ROCEV2.md §12.3 steps 8–9, §12.4): key, PD, rights, bounds; the first
+// (doc/protocol.md §12.3 steps 8–9, §12.4): key, PD, rights, bounds; the first
 // that fails is returned. On FaultNone the Ref holds the region until
 // Release and its Bytes are exactly [va, va+length). A zero length passes
 // the same checks, with va anywhere in [Addr, Addr+Len], and yields an

@@ -32,7 +32,7 @@ const (
 )
 
 // Config holds one run's options: perftest's names and defaults
-// (CONNECT.md §2.2), after perftest's own adjustments.
+// (doc/tools.md §2.2), after perftest's own adjustments.
 type Config struct {
 	Test Test
 	Prog string // the tool name, for messages

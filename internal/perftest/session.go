@@ -14,7 +14,7 @@ import (
 
 // session is one run's RDMA resources: a device, one RC QP with one CQ,
 // and a buffer whose first half is the local side of every operation and
-// whose second half is what the peer targets (CONNECT.md §2.7).
+// whose second half is what the peer targets (doc/tools.md §2.7).
 type session struct {
 	cfg   *Config
 	dev   *verbs.Device
@@ -64,7 +64,7 @@ func openSession(cfg *Config, c net.Conn, cycleBuffer int) (*session, error) {
 }
 
 // outReads is what this side's responder accepts at once: READ and atomic
-// tests offer -o or the device maximum, the others 1 (CONNECT.md §2.4).
+// tests offer -o or the device maximum, the others 1 (doc/tools.md §2.4).
 func (s *session) outReads() int {
 	if !s.cfg.Test.Verb.readLike() {
 		return 1
@@ -116,7 +116,7 @@ func (s *session) alloc(cycleBuffer int) error {
 	return nil
 }
 
-// qpAccess is what the peer may do through the QP (CONNECT.md §2.6).
+// qpAccess is what the peer may do through the QP (doc/tools.md §2.6).
 func qpAccess(v Verb) verbs.AccessFlags {
 	switch v {
 	case Read:
@@ -130,7 +130,7 @@ func qpAccess(v Verb) verbs.AccessFlags {
 }
 
 // connect moves the QP to RTR towards the peer and, when rts is set, on to
-// RTS, with perftest's attributes (CONNECT.md §2.6).
+// RTS, with perftest's attributes (doc/tools.md §2.6).
 func (s *session) connect(rts bool) error {
 	rem := &s.rem
 	if isMapped(rem.GID) != isMapped(s.my.GID) {

@@ -9,7 +9,7 @@ import (
 	"github.com/goverbs/goverbs/verbs"
 )
 
-// Config holds ibv_rc_pingpong's options (CONNECT.md §1.1) plus goverbs'
+// Config holds ibv_rc_pingpong's options (doc/tools.md §1.1) plus goverbs'
 // RoCE address.
 type Config struct {
 	Port    int    // -p: TCP port
