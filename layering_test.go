@@ -10,31 +10,32 @@ const module = "github.com/goverbs/goverbs"
 
 // layers lists, for each package of the module (relative path; "cmd/" covers
 // every command), the module packages it may import and the third-party
-// modules it may use. This is the import graph of DESIGN.md; a package that
+// modules it may use. This is the import graph of doc/design.md; a package that
 // is not listed fails the test, so a new package must take its place here.
 var layers = map[string]struct {
 	internal   []string
 	thirdParty []string
 }{
-	"":                   {},
-	"cmd/":               {internal: []string{"verbs", "cm", "conn", "internal/perftest", "internal/pingpong", "internal/devinfo", "internal/wire", "internal/capture"}},
-	"internal/pingpong":  {internal: []string{"verbs", "internal/oob", "internal/toolflag"}},
-	"internal/oob":       {internal: []string{"verbs"}},
-	"internal/devinfo":   {internal: []string{"verbs"}},
-	"internal/perftest":  {internal: []string{"verbs", "cm", "internal/oob", "internal/toolflag"}},
-	"internal/toolflag":  {}, // standard library only
-	"internal/capture":   {internal: []string{"internal/wire"}, thirdParty: []string{"github.com/gopacket/gopacket"}},
-	"verbs":              {internal: []string{"internal/engine", "internal/ib", "internal/mem", "conn"}},
-	"verbs/verbstest":    {internal: []string{"verbs", "conn", "internal/leakcheck"}},
-	"internal/engine":    {internal: []string{"internal/wire", "internal/mem", "internal/queue", "internal/ib", "internal/capture", "conn"}},
-	"internal/mem":       {internal: []string{"internal/ib"}, thirdParty: []string{"golang.org/x/sys"}},
-	"conn":               {thirdParty: []string{"golang.org/x/net", "golang.org/x/sys"}},
-	"conn/memconn":       {internal: []string{"conn"}},
-	"internal/leakcheck": {}, // test helper, standard library only
-	"internal/golden":    {}, // test helper, standard library only
-	"internal/wire":      {}, // standard library only
-	"internal/ib":        {},
-	"internal/queue":     {},
+	"":                          {},
+	"cmd/":                      {internal: []string{"verbs", "conn", "internal/perftest", "internal/pingpong", "internal/devinfo", "internal/wire", "internal/capture"}},
+	"internal/pingpong":         {internal: []string{"verbs", "internal/oob", "internal/toolflag"}},
+	"internal/oob":              {internal: []string{"verbs"}},
+	"internal/devinfo":          {internal: []string{"verbs"}},
+	"internal/perftest":         {internal: []string{"verbs", "internal/oob", "internal/toolflag"}},
+	"internal/toolflag":         {},                                            // standard library only
+	"internal/capture":          {internal: []string{"internal/wire", "conn"}}, // standard library on the write side
+	"internal/capture/pcapread": {internal: []string{"internal/capture", "internal/wire"}, thirdParty: []string{"github.com/gopacket/gopacket"}},
+	"verbs":                     {internal: []string{"internal/engine", "internal/ib", "internal/mem", "internal/capture", "conn"}},
+	"verbs/verbstest":           {internal: []string{"verbs", "conn", "internal/leakcheck"}},
+	"internal/engine":           {internal: []string{"internal/wire", "internal/mem", "internal/queue", "internal/ib", "conn"}},
+	"internal/mem":              {internal: []string{"internal/ib"}, thirdParty: []string{"golang.org/x/sys"}},
+	"conn":                      {thirdParty: []string{"golang.org/x/net", "golang.org/x/sys"}},
+	"conn/memconn":              {internal: []string{"conn"}},
+	"internal/leakcheck":        {}, // test helper, standard library only
+	"internal/golden":           {}, // test helper, standard library only
+	"internal/wire":             {}, // standard library only
+	"internal/ib":               {},
+	"internal/queue":            {},
 }
 
 func TestImportDirections(t *testing.T) {
@@ -84,4 +85,18 @@ func hasPrefixIn(path string, list []string) bool {
 		}
 	}
 	return false
+}
+
+// TestVerbsCarriesNoPacketLibrary: a program that imports verbs gets the
+// capture writer (standard library only), not the decoder's gopacket.
+func TestVerbsCarriesNoPacketLibrary(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./verbs").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.HasPrefix(dep, "github.com/gopacket/") {
+			t.Errorf("verbs depends on %s", dep)
+		}
+	}
 }

@@ -6,7 +6,7 @@
 // sendmmsg/recvmmsg (this package), and the in-memory fabric of
 // conn/memconn, which carries the same datagrams between devices of one
 // process with programmable impairments. The engine is written against
-// Bind only, so the same code runs on both (DESIGN.md, "Transports").
+// Bind only, so the same code runs on both (doc/design.md §3).
 package conn
 
 import "net/netip"

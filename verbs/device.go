@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/goverbs/goverbs/conn"
+	"github.com/goverbs/goverbs/internal/capture"
 	"github.com/goverbs/goverbs/internal/engine"
 	"github.com/goverbs/goverbs/internal/ib"
 )
@@ -95,7 +96,15 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 			linkMTU = 1500
 		}
 	}
-	e, err := engine.NewDevice(engine.DeviceConfig{Bind: bind, ActiveMTU: ib.ActiveMTU(linkMTU), Capture: cfg.Capture})
+	if cfg.Capture != nil {
+		rec, err := capture.NewRecorder(cfg.Capture)
+		if err != nil {
+			bind.Close()
+			return nil, fmt.Errorf("open device: capture: %w", err)
+		}
+		bind = conn.Observe(bind, rec)
+	}
+	e, err := engine.NewDevice(engine.DeviceConfig{Bind: bind, ActiveMTU: ib.ActiveMTU(linkMTU)})
 	if err != nil {
 		bind.Close()
 		return nil, errorf("open device", "%w", err)

@@ -83,7 +83,7 @@ func waitState(t *testing.T, qp *verbs.QP, want verbs.QPState) {
 }
 
 // TestQPAccessFlags checks a responder QP that does not allow the
-// operation at all: rxe answers NAK Invalid Request (ROCEV2.md §12.3 step 3).
+// operation at all: rxe answers NAK Invalid Request (doc/protocol.md §12.3 step 3).
 func TestQPAccessFlags(t *testing.T) {
 	o := verbs.DefaultConnectOptions()
 	o.Access = verbs.AccessLocalWrite

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/goverbs/goverbs/conn/memconn"
-	"github.com/goverbs/goverbs/internal/capture"
+	"github.com/goverbs/goverbs/internal/capture/pcapread"
 	"github.com/goverbs/goverbs/internal/engine"
 	"github.com/goverbs/goverbs/internal/wire"
 	"github.com/goverbs/goverbs/verbs"
@@ -346,7 +346,7 @@ func TestCapture(t *testing.T) {
 			verbstest.MustPoll(t, p.A.SendCQ, 1)
 			p.A.Dev.Close() // flush nothing in flight: the frames are written synchronously
 			mu.Lock()
-			r, err := capture.NewReader(bytes.NewReader(pcap.Bytes()))
+			r, err := pcapread.NewReader(bytes.NewReader(pcap.Bytes()))
 			mu.Unlock()
 			if err != nil {
 				t.Fatal(err)

@@ -3,7 +3,6 @@ package verbs
 import (
 	"github.com/goverbs/goverbs/internal/engine"
 	"github.com/goverbs/goverbs/internal/ib"
-	"github.com/goverbs/goverbs/internal/mem"
 )
 
 // PD is a protection domain (struct ibv_pd): memory regions and QPs of one
@@ -60,7 +59,7 @@ func (pd *PD) RegMR(buf []byte, access AccessFlags) (*MR, error) {
 	if err := pd.usable(); err != nil {
 		return nil, errorf(verb, "%w", err)
 	}
-	r, err := pd.dev.e.MRs().Register(pd.id, buf, mem.Access(access))
+	r, err := pd.dev.e.MRs().Register(pd.id, buf, ib.AccessFlags(access))
 	if err != nil {
 		return nil, errorf(verb, "%w", err)
 	}

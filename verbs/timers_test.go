@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/goverbs/goverbs/conn/memconn"
+	"github.com/goverbs/goverbs/internal/ib"
 	"github.com/goverbs/goverbs/internal/wire"
 	"github.com/goverbs/goverbs/verbs"
 	"github.com/goverbs/goverbs/verbs/verbstest"
@@ -88,7 +89,7 @@ func TestLocalACKTimeoutVirtual(t *testing.T) {
 		if wc := verbstest.MustPoll(t, p.A.SendCQ, 1)[0]; wc.Status != verbs.WCRetryExcErr {
 			t.Fatalf("completion %+v", wc)
 		}
-		timeout, _ := wire.LocalACKTimeout(14)
+		timeout, _ := ib.LocalACKTimeout(14)
 		if el := time.Since(start); el < 4*timeout || el > 4*timeout+10*time.Millisecond {
 			t.Errorf("failed after %v, want 4 timeouts (%v)", el, 4*timeout)
 		}

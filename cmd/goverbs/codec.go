@@ -10,7 +10,7 @@ import (
 	"github.com/goverbs/goverbs/internal/wire"
 )
 
-// codecDemo builds the exchange of ROCEV2.md §4.4 Example C — an RC SEND_ONLY of
+// codecDemo builds the exchange of doc/protocol.md §4.4 Example C — an RC SEND_ONLY of
 // "hello" from QP 0x11 to QP 0x12 and the responder's ACK — prints the
 // bytes and the decode, and shows the ICRC catching a bit flipped in flight.
 func codecDemo(w io.Writer) error {

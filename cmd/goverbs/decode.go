@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/goverbs/goverbs/internal/capture"
+	"github.com/goverbs/goverbs/internal/capture/pcapread"
 	"github.com/goverbs/goverbs/internal/wire"
 )
 
@@ -18,7 +19,7 @@ func decodeFile(path string, allPorts bool, stdout io.Writer) error {
 		return err
 	}
 	defer f.Close()
-	r, err := capture.NewReader(f)
+	r, err := pcapread.NewReader(f)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}

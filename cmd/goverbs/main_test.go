@@ -23,7 +23,7 @@ func TestCodecDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden.Check(t, "codec.golden", out.Bytes())
-	// The demo's packets are the reference vectors of ROCEV2.md §4.4.
+	// The demo's packets are the reference vectors of doc/protocol.md §4.4.
 	for _, want := range []string{"7d 8e d0 d8", "2d 8e 58 b6", "ICRC BAD"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q", want)

@@ -1,23 +1,21 @@
-// Package capture writes and reads RoCEv2 packets as pcap files with
-// Ethernet/IP/UDP framing, so Wireshark and tshark decode them as InfiniBand
-// over UDP port 4791, and so captures from real peers (tcpdump on the lab's
-// tap device) can be replayed as test vectors.
+// Package capture writes RoCEv2 packets as pcap files with Ethernet/IP/UDP
+// framing, so Wireshark and tshark decode them as InfiniBand over UDP port
+// 4791, and records a device's traffic through a conn.Observer. Its
+// sub-package pcapread reads such files back, and captures from real peers
+// (tcpdump on the lab's tap device) as test vectors.
 //
-// Framing uses gopacket's layers and pcapgo: the IP header carries exactly
-// the envelope's identification and flags, because the ICRC covers them.
+// The writer uses only the standard library: the pcap and Ethernet/IP/UDP
+// framing it writes is fixed and small, and a program that only captures
+// (every program importing verbs) should not carry a packet-decoding
+// library. The IP header carries exactly the envelope's identification and
+// flags, because the ICRC covers them (IBA Annex A17.3.3).
 package capture
 
 import (
-	"errors"
+	"encoding/binary"
 	"fmt"
 	"io"
-	"net"
-	"net/netip"
 	"time"
-
-	"github.com/gopacket/gopacket"
-	"github.com/gopacket/gopacket/layers"
-	"github.com/gopacket/gopacket/pcapgo"
 
 	"github.com/goverbs/goverbs/internal/wire"
 )
@@ -37,159 +35,133 @@ type Frame struct {
 // see Ethernet, and locally administered addresses cannot clash with real
 // hardware.
 var (
-	srcMAC = net.HardwareAddr{0x02, 0x00, 0x00, 0x00, 0x00, 0x01}
-	dstMAC = net.HardwareAddr{0x02, 0x00, 0x00, 0x00, 0x00, 0x02}
+	srcMAC = [6]byte{0x02, 0x00, 0x00, 0x00, 0x00, 0x01}
+	dstMAC = [6]byte{0x02, 0x00, 0x00, 0x00, 0x00, 0x02}
 )
 
 // DefaultTTL is written when a frame's TTL is zero.
 const DefaultTTL = 64
 
-const snapLen = 65535
+// SnapLen is the snapshot length in the file header: every frame is
+// written whole.
+const SnapLen = 65535
+
+// The pcap file format (pcap-savefile(5)): a file header, then per frame a
+// record header and the frame. Written little-endian with the microsecond
+// magic, as libpcap does on little-endian hosts.
+const (
+	pcapMagic        = 0xa1b2c3d4
+	pcapFileHdrSize  = 24
+	pcapRecHdrSize   = 16
+	linkTypeEthernet = 1
+
+	ethHdrSize   = 14
+	ipv4HdrSize  = 20
+	ipv6HdrSize  = 40
+	udpHdrSize   = 8
+	etherTypeIP4 = 0x0800
+	etherTypeIP6 = 0x86dd
+	protoUDP     = 17
+
+	maxFrame = ethHdrSize + ipv6HdrSize + udpHdrSize
+)
 
 // Writer writes RoCEv2 frames to a pcap stream.
 type Writer struct {
-	w   *pcapgo.Writer
-	buf gopacket.SerializeBuffer
+	w   io.Writer
+	hdr [pcapRecHdrSize + maxFrame]byte // record header and framing, reused
 }
 
 // NewWriter writes the pcap file header to w and returns a Writer.
 func NewWriter(w io.Writer) (*Writer, error) {
-	pw := pcapgo.NewWriter(w)
-	if err := pw.WriteFileHeader(snapLen, layers.LinkTypeEthernet); err != nil {
+	var h [pcapFileHdrSize]byte
+	le := binary.LittleEndian
+	le.PutUint32(h[0:], pcapMagic)
+	le.PutUint16(h[4:], 2) // version 2.4
+	le.PutUint16(h[6:], 4)
+	// thiszone and sigfigs stay 0.
+	le.PutUint32(h[16:], SnapLen)
+	le.PutUint32(h[20:], linkTypeEthernet)
+	if _, err := w.Write(h[:]); err != nil {
 		return nil, fmt.Errorf("capture: %w", err)
 	}
-	return &Writer{w: pw, buf: gopacket.NewSerializeBuffer()}, nil
+	return &Writer{w: w}, nil
 }
 
 // WriteFrame frames f.Packet in Ethernet, IPv4 or IPv6 (by the envelope's
-// source address) and UDP, and appends it to the capture. The IP header has
-// a valid checksum; the UDP checksum is 0, as RoCEv2 senders send it.
+// source address) and UDP, and appends it to the capture. The IPv4 header
+// has a valid checksum; the UDP checksum is 0, as RoCEv2 senders send it.
 func (w *Writer) WriteFrame(f *Frame) error {
-	if err := w.buf.Clear(); err != nil {
-		return err
-	}
 	e := &f.Envelope
 	ttl := f.TTL
 	if ttl == 0 {
 		ttl = DefaultTTL
 	}
-	eth := &layers.Ethernet{SrcMAC: srcMAC, DstMAC: dstMAC}
-	udp := &layers.UDP{SrcPort: layers.UDPPort(e.SrcPort), DstPort: layers.UDPPort(e.DstPort)}
-	var ip gopacket.SerializableLayer
+	be := binary.BigEndian
+	frame := w.hdr[pcapRecHdrSize:]
+	copy(frame[0:], dstMAC[:])
+	copy(frame[6:], srcMAC[:])
+	udpLen := udpHdrSize + len(f.Packet)
+	ip := frame[ethHdrSize:]
+	var ipLen int
 	if e.IPv4() {
-		eth.EthernetType = layers.EthernetTypeIPv4
+		ipLen = ipv4HdrSize
+		be.PutUint16(frame[12:], etherTypeIP4)
+		ip[0] = 4<<4 | ipv4HdrSize/4
+		ip[1] = f.TOS
+		be.PutUint16(ip[2:], uint16(ipv4HdrSize+udpLen))
+		be.PutUint16(ip[4:], e.IPID)
+		be.PutUint16(ip[6:], e.FlagsFragment)
+		ip[8], ip[9] = ttl, protoUDP
+		be.PutUint16(ip[10:], 0)
 		src, dst := e.Src.Unmap().As4(), e.Dst.Unmap().As4()
-		ip = &layers.IPv4{
-			Version: 4, IHL: 5, TOS: f.TOS, Id: e.IPID, TTL: ttl, Protocol: layers.IPProtocolUDP,
-			Flags:      layers.IPv4Flag(e.FlagsFragment >> 13),
-			FragOffset: e.FlagsFragment & 0x1fff,
-			SrcIP:      src[:], DstIP: dst[:],
-		}
+		copy(ip[12:], src[:])
+		copy(ip[16:], dst[:])
+		be.PutUint16(ip[10:], ipv4Checksum(ip[:ipv4HdrSize]))
 	} else {
-		eth.EthernetType = layers.EthernetTypeIPv6
+		ipLen = ipv6HdrSize
+		be.PutUint16(frame[12:], etherTypeIP6)
+		be.PutUint32(ip[0:], 6<<28|uint32(f.TOS)<<20) // flow label 0
+		be.PutUint16(ip[4:], uint16(udpLen))
+		ip[6], ip[7] = protoUDP, ttl
 		src, dst := e.Src.As16(), e.Dst.As16()
-		ip = &layers.IPv6{
-			Version: 6, TrafficClass: f.TOS, HopLimit: ttl, NextHeader: layers.IPProtocolUDP,
-			SrcIP: src[:], DstIP: dst[:],
-		}
+		copy(ip[8:], src[:])
+		copy(ip[24:], dst[:])
 	}
-	// Serialize from the inside out so only the IP header gets a computed
-	// checksum; the UDP checksum stays 0.
-	lengths := gopacket.SerializeOptions{FixLengths: true}
-	sums := gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}
-	if err := gopacket.Payload(f.Packet).SerializeTo(w.buf, lengths); err != nil {
-		return err
+	udp := ip[ipLen:]
+	be.PutUint16(udp[0:], e.SrcPort)
+	be.PutUint16(udp[2:], e.DstPort)
+	be.PutUint16(udp[4:], uint16(udpLen))
+	be.PutUint16(udp[6:], 0)
+	hdrLen := ethHdrSize + ipLen + udpHdrSize
+	n := hdrLen + len(f.Packet)
+	if n > SnapLen {
+		return fmt.Errorf("capture: %d-byte frame exceeds the snapshot length", n)
 	}
-	if err := udp.SerializeTo(w.buf, lengths); err != nil {
-		return err
+	le := binary.LittleEndian
+	rec := w.hdr[:pcapRecHdrSize]
+	le.PutUint32(rec[0:], uint32(f.Time.Unix()))
+	le.PutUint32(rec[4:], uint32(f.Time.Nanosecond()/1000))
+	le.PutUint32(rec[8:], uint32(n))
+	le.PutUint32(rec[12:], uint32(n))
+	if _, err := w.w.Write(w.hdr[:pcapRecHdrSize+hdrLen]); err != nil {
+		return fmt.Errorf("capture: %w", err)
 	}
-	if err := ip.SerializeTo(w.buf, sums); err != nil {
-		return err
-	}
-	if err := eth.SerializeTo(w.buf, lengths); err != nil {
-		return err
-	}
-	data := w.buf.Bytes()
-	ci := gopacket.CaptureInfo{Timestamp: f.Time, CaptureLength: len(data), Length: len(data)}
-	if err := w.w.WritePacket(ci, data); err != nil {
+	if _, err := w.w.Write(f.Packet); err != nil {
 		return fmt.Errorf("capture: %w", err)
 	}
 	return nil
 }
 
-// Reader reads RoCEv2 frames from a pcap stream with Ethernet link type.
-type Reader struct {
-	r *pcapgo.Reader
-	// AnyPort makes Next return UDP datagrams to every port, not only to
-	// 4791: devices sharing a host in tests listen on other ports.
-	AnyPort bool
-}
-
-// NewReader reads the pcap file header from r.
-func NewReader(r io.Reader) (*Reader, error) {
-	pr, err := pcapgo.NewReader(r)
-	if err != nil {
-		return nil, fmt.Errorf("capture: %w", err)
+// ipv4Checksum is the Internet checksum (RFC 1071) of an IPv4 header whose
+// checksum field is zero.
+func ipv4Checksum(h []byte) uint16 {
+	var sum uint32
+	for i := 0; i+1 < len(h); i += 2 {
+		sum += uint32(h[i])<<8 | uint32(h[i+1])
 	}
-	if pr.LinkType() != layers.LinkTypeEthernet {
-		return nil, fmt.Errorf("capture: link type %v, want Ethernet", pr.LinkType())
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
 	}
-	return &Reader{r: pr}, nil
-}
-
-// ErrNotRoCE is wrapped by [Reader.Next] errors for frames that are not
-// complete IPv4/IPv6 UDP datagrams.
-var ErrNotRoCE = errors.New("capture: not a RoCEv2 datagram")
-
-// Next returns the next frame addressed to UDP port 4791 (any port with
-// AnyPort), skipping all other traffic, or io.EOF at the end. The packet bytes are the reader's
-// own copy.
-func (r *Reader) Next() (Frame, error) {
-	for {
-		data, ci, err := r.r.ReadPacketData()
-		if err != nil {
-			return Frame{}, err
-		}
-		f, ok, err := decode(data, r.AnyPort)
-		if err != nil {
-			return Frame{}, err
-		}
-		if ok {
-			f.Time = ci.Timestamp
-			return f, nil
-		}
-	}
-}
-
-// decode extracts a RoCEv2 frame; ok is false for other traffic.
-func decode(data []byte, anyPort bool) (f Frame, ok bool, err error) {
-	pkt := gopacket.NewPacket(data, layers.LayerTypeEthernet, gopacket.Default)
-	udp, _ := pkt.Layer(layers.LayerTypeUDP).(*layers.UDP)
-	if udp == nil || (!anyPort && udp.DstPort != wire.UDPPort) {
-		return Frame{}, false, nil
-	}
-	e := &f.Envelope
-	e.SrcPort, e.DstPort = uint16(udp.SrcPort), uint16(udp.DstPort)
-	switch ip := pkt.NetworkLayer().(type) {
-	case *layers.IPv4:
-		if ip.IHL != 5 {
-			return Frame{}, false, fmt.Errorf("%w: IPv4 options", ErrNotRoCE)
-		}
-		e.Src, _ = netip.AddrFromSlice(ip.SrcIP.To4())
-		e.Dst, _ = netip.AddrFromSlice(ip.DstIP.To4())
-		e.IPID = ip.Id
-		e.FlagsFragment = uint16(ip.Flags)<<13 | ip.FragOffset
-		f.TTL, f.TOS = ip.TTL, ip.TOS
-	case *layers.IPv6:
-		e.Src, _ = netip.AddrFromSlice(ip.SrcIP)
-		e.Dst, _ = netip.AddrFromSlice(ip.DstIP)
-		f.TTL, f.TOS = ip.HopLimit, ip.TrafficClass
-	default:
-		return Frame{}, false, fmt.Errorf("%w: no IP layer", ErrNotRoCE)
-	}
-	if int(udp.Length) != len(udp.Contents)+len(udp.Payload) {
-		return Frame{}, false, fmt.Errorf("%w: truncated UDP datagram", ErrNotRoCE)
-	}
-	f.Packet = wire.Packet(append([]byte(nil), udp.Payload...))
-	return f, true, nil
+	return ^uint16(sum)
 }

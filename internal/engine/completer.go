@@ -47,7 +47,7 @@ func (c *completer) startTimer(now time.Time, a *QPAttr) {
 // restartTimer pushes the local ACK timeout one period out (IBA 9.7.6.1.3);
 // timeout 0 disables it.
 func (c *completer) restartTimer(now time.Time, a *QPAttr) {
-	if d, _ := wire.LocalACKTimeout(a.Timeout); d > 0 {
+	if d, _ := ib.LocalACKTimeout(a.Timeout); d > 0 {
 		c.deadline = now.Add(d)
 	}
 }
@@ -276,7 +276,7 @@ func (qp *QP) compReadData(c *compCtx) compPhase {
 }
 
 // compAtomicData returns the original value of an atomic to the
-// requester's buffer, in host byte order (ROCEV2.md §9).
+// requester's buffer, in host byte order (doc/protocol.md §9).
 func (qp *QP) compAtomicData(c *compCtx) compPhase {
 	w := c.w
 	if w == nil || !w.isAtomic() || w.firstPSN != c.psn || c.psn != qp.comp.psn {
@@ -294,7 +294,7 @@ func (qp *QP) compAtomicData(c *compCtx) compPhase {
 }
 
 // compUpdate ends the handling of a response. A WQE that failed locally is
-// reported once it is the oldest (ROCEV2.md §10.1), also when a READ or
+// reported once it is the oldest (doc/protocol.md §10.1), also when a READ or
 // atomic before it just ended. Progress restarts the timer and, unless a
 // NAK made it, reloads the retry counters (as rxe does).
 func (qp *QP) compUpdate(c *compCtx) {

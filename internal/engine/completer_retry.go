@@ -54,7 +54,7 @@ func nakError(code wire.NAKCode) compError {
 // compSeqNAK resends from the PSN the responder expects (IBA 9.7.5.2, NAK
 // code 0). A NAK for the PSN the requester has already gone back to (after
 // an RNR NAK, or a NAK that was sent twice) starts no second retry
-// (ROCEV2.md §8.2).
+// (doc/protocol.md §8.2).
 func (qp *QP) compSeqNAK(c *compCtx) compPhase {
 	if c.w == nil || qp.nextPSN() == c.psn {
 		return compUpdate
@@ -83,7 +83,7 @@ func (qp *QP) compRNRNAK(c *compCtx) compPhase {
 }
 
 // checkTimers fires the local ACK timeout (IBA 9.7.6.1.3). While an RNR
-// wait is pending the timeout does not start a retry (ROCEV2.md §8.3): it
+// wait is pending the timeout does not start a retry (doc/protocol.md §8.3): it
 // is dropped, and the resend after the wait starts the timer again.
 func (qp *QP) checkTimers(now time.Time) {
 	d := qp.comp.deadline

@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -38,15 +37,11 @@ type DeviceConfig struct {
 	Addr netip.Addr
 	// ActiveMTU is the port's active MTU; zero means 4096.
 	ActiveMTU ib.MTU
-	// Capture, if set, receives a pcap stream of every packet the device
-	// sends and receives (a debugging aid that slows the data path).
-	Capture io.Writer
 }
 
 // Device is a software RDMA NIC bound to one link.
 type Device struct {
 	bind      conn.Bind
-	tap       *tap           // nil unless capturing
 	local     netip.AddrPort // address and UDP port packets come from
 	activeMTU ib.MTU
 	mrs       *mem.Table
@@ -98,13 +93,6 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 		nextPD:    1,
 		stop:      make(chan struct{}),
 		dead:      make(chan struct{}),
-	}
-	if cfg.Capture != nil {
-		t, err := newTap(cfg.Capture)
-		if err != nil {
-			return nil, fmt.Errorf("engine: capture: %w", err)
-		}
-		d.tap = t
 	}
 	empty := map[uint32]*QP{}
 	d.qps.Store(&empty)

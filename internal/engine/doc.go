@@ -3,7 +3,8 @@
 // queue pairs whose transport is cut, as in Linux rxe, into a requester
 // (work requests → packets), a responder (request packets → memory, ACKs,
 // read responses, atomics, receive completions) and a completer (responses →
-// send completions, retransmission). See ../../../shared/DESIGN.md.
+// send completions, retransmission). See doc/design.md and doc/protocol.md
+// at the repository root.
 //
 // # Ownership
 //

@@ -7,7 +7,7 @@ import (
 )
 
 // flush completes everything the QP holds with WR_FLUSH_ERR, in order,
-// signaled or not (IBA 10.3.1, ROCEV2.md §11.6), and discards received
+// signaled or not (IBA 10.3.1, doc/protocol.md §11.5), and discards received
 // packets. It runs in the turn after the QP entered the error state, and
 // again for work posted while in it.
 func (qp *QP) flush() {

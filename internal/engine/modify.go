@@ -10,7 +10,7 @@ import (
 
 // Modify changes the QP's attributes named by mask and, with
 // ib.QPAttrState, its state, following the transition table and the
-// required/optional attribute sets of IBA 10.3.1 (ROCEV2.md §11).
+// required/optional attribute sets of IBA 10.3.1 (doc/protocol.md §11).
 func (qp *QP) Modify(attr *QPAttr, mask ib.QPAttrMask) error {
 	if err := qp.modify(attr, mask); err != nil {
 		return err

@@ -68,7 +68,7 @@ func (qp *QP) checkSendWR(wr *SendWR) error {
 		return ErrMessageSize
 	}
 	// A READ takes one PSN per response packet; past half the 24-bit
-	// space PSN order breaks down (ROCEV2.md §6.1), and the unacknowledged
+	// space PSN order breaks down (doc/protocol.md §6.1), and the unacknowledged
 	// window must still fit.
 	if wr.Opcode == ib.WRRDMARead && qp.mtu > 0 && n/uint64(qp.mtu) >= maxReadPSNs {
 		return ErrMessageSize

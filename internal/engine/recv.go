@@ -18,7 +18,7 @@ type inPkt struct {
 
 func (p *inPkt) packet() wire.Packet { return wire.Packet(p.buf.b[:p.n]) }
 
-// recvLoop reads batches from the link, checks each packet (ROCEV2.md §1.6,
+// recvLoop reads batches from the link, checks each packet (doc/protocol.md §1.4,
 // rxe_recv.c) and queues it on its QP. Every rejected packet is dropped and
 // counted; none is answered.
 func (d *Device) recvLoop() {
@@ -40,7 +40,6 @@ func (d *Device) recvLoop() {
 			continue
 		}
 		for i := range got {
-			d.tap.recordReceived(&msgs[i], d.local)
 			qp := d.accept(&msgs[i])
 			if qp == nil {
 				continue

@@ -52,7 +52,7 @@ func newFuzzRig(tb testing.TB) *fuzzRig {
 	}
 	r := &fuzzRig{dev: d, qp: qp, peer: b, cq: cq, net: net, mem: make([]byte, 3*1024)}
 	r.region = r.mem[1024:2048]
-	reg, err := d.MRs().Register(1, r.region, mem.LocalWrite|mem.RemoteWrite|mem.RemoteRead|mem.RemoteAtomic)
+	reg, err := d.MRs().Register(1, r.region, ib.AccessLocalWrite|ib.AccessRemoteWrite|ib.AccessRemoteRead|ib.AccessRemoteAtomic)
 	if err != nil {
 		tb.Fatal(err)
 	}

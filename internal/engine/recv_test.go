@@ -8,7 +8,7 @@ import (
 	"github.com/goverbs/goverbs/internal/wire"
 )
 
-// TestReceiveChecks sends one bad packet per receive check (ROCEV2.md §1.6)
+// TestReceiveChecks sends one bad packet per receive check (doc/protocol.md §1.4)
 // and expects it dropped under its own counter, with nothing accepted.
 func TestReceiveChecks(t *testing.T) {
 	r := newFuzzRig(t)

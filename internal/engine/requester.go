@@ -104,7 +104,7 @@ func (qp *QP) nextPSN() wire.PSN {
 // completed.
 func (qp *QP) rdAtomicInFlight() uint32 { return qp.req.rdAtomicStarted - qp.comp.rdAtomicDone }
 
-// rewind resends from comp.psn (ROCEV2.md §8.3): the oldest WQE resumes
+// rewind resends from comp.psn (doc/protocol.md §8.3): the oldest WQE resumes
 // after its acknowledged packets with its original PSNs and opcodes, every
 // later started WQE is sent again from its start.
 func (qp *QP) rewind() {
@@ -144,10 +144,10 @@ func (qp *QP) startWQE(w *sendWQE) bool {
 
 // sendNext sends the WQE's next packet.
 func (qp *QP) sendNext(w *sendWQE, now time.Time) {
-	f := wire.BTHFields{PKey: defaultPKey, DestQP: uint32(qp.attr.DestQPN), PSN: qp.req.psn}
+	f := qp.bth(0, qp.req.psn) // the opcode is chosen below
 	switch {
 	case w.opcode == ib.WRRDMARead:
-		// After a retry, ask only for what has not arrived (ROCEV2.md §8.3).
+		// After a retry, ask only for what has not arrived (doc/protocol.md §8.3).
 		done := uint32(qp.req.psn.Diff(w.firstPSN)) * qp.mtu
 		f.Opcode, f.AckRequest = wire.RCReadRequest, true
 		p := qp.xmit.start(qp, &f, 0)
@@ -184,7 +184,7 @@ func (qp *QP) sendNext(w *sendWQE, now time.Time) {
 }
 
 // sendSegment sends the next packet of a SEND or RDMA WRITE message, whose
-// opcode follows from the message position (ROCEV2.md §5.2).
+// opcode follows from the message position (doc/protocol.md §5.2).
 func (qp *QP) sendSegment(w *sendWQE, f *wire.BTHFields) bool {
 	resid := w.length - w.sent
 	pos := positionOf(w.sent > 0, resid, qp.mtu)

@@ -35,7 +35,7 @@ type writeState struct {
 }
 
 // resource remembers an executed READ or atomic so a duplicate can be
-// answered (ROCEV2.md §7.6).
+// answered (doc/protocol.md §7.6).
 type resource struct {
 	kind        wire.OpFlags // wire.OpRead or wire.OpAtomic; 0 = empty
 	first, last wire.PSN
@@ -85,7 +85,7 @@ func (o respOutcome) String() string { return respOutcomeNames[o] }
 
 func (o respOutcome) isError() bool { return o >= errInvalidRequest }
 
-// respErrors is the one table of responder errors (IBA 9.9.3, ROCEV2.md
+// respErrors is the one table of responder errors (IBA 9.9.3, doc/protocol.md
 // §12.3): the NAK sent (IBA 9.7.5.2, table 43), and the status of the
 // receive WQE in use, if any. Every class moves the QP to the error state.
 var respErrors = [...]struct {
@@ -99,7 +99,7 @@ var respErrors = [...]struct {
 }
 
 // respond handles one request packet: its PSN decides between a new
-// request, a duplicate and a gap (ROCEV2.md §6.3).
+// request, a duplicate and a gap (doc/protocol.md §6.3).
 func (qp *QP) respond(p wire.Packet) {
 	psn := p.BTH().PSN()
 	var o respOutcome
@@ -140,7 +140,7 @@ func (qp *QP) execute(p wire.Packet, psn wire.PSN) respOutcome {
 	info := p.Info()
 	switch {
 	case !qp.resp.inOrder(info):
-		return errInvalidRequest // opcode out of sequence (ROCEV2.md §6.3)
+		return errInvalidRequest // opcode out of sequence (doc/protocol.md §6.3)
 	case info.Is(wire.OpSend):
 		return qp.respSend(p, psn)
 	case info.Is(wire.OpWrite):
@@ -157,7 +157,7 @@ func (qp *QP) execute(p wire.Packet, psn wire.PSN) respOutcome {
 // and right need; any fault of the key, the bounds or the rights is a
 // remote access error (NAK code 2, IBA table 43). The caller releases the
 // ref.
-func (qp *QP) remote(rkey uint32, va uint64, n uint32, need mem.Access) (mem.Ref, respOutcome) {
+func (qp *QP) remote(rkey uint32, va uint64, n uint32, need ib.AccessFlags) (mem.Ref, respOutcome) {
 	ref, f := qp.dev.mrs.Acquire(mem.Key(rkey), qp.pd, va, uint64(n), need)
 	if f != mem.FaultNone {
 		return ref, errRemoteAccess
@@ -166,8 +166,8 @@ func (qp *QP) remote(rkey uint32, va uint64, n uint32, need mem.Access) (mem.Ref
 }
 
 // checkRemote validates a remote access without making it. A zero-length
-// one checks no key (ROCEV2.md §12.3 step 7).
-func (qp *QP) checkRemote(rkey uint32, va uint64, n uint32, need mem.Access) respOutcome {
+// one checks no key (doc/protocol.md §12.3 step 7).
+func (qp *QP) checkRemote(rkey uint32, va uint64, n uint32, need ib.AccessFlags) respOutcome {
 	if n == 0 {
 		return respDone
 	}
@@ -192,7 +192,7 @@ func (r *responder) inOrder(info *wire.OpInfo) bool {
 
 // takeWQE makes sure a receive WQE is at hand for a packet that consumes
 // one; without one it sends an RNR NAK and the packet is dropped
-// (ROCEV2.md §7.3).
+// (doc/protocol.md §7.3).
 func (qp *QP) takeWQE(psn wire.PSN) bool {
 	r := &qp.resp
 	if r.haveWQE {
@@ -211,7 +211,7 @@ func (qp *QP) takeWQE(psn wire.PSN) bool {
 	return true
 }
 
-// payloadOK applies the packet-length rules of ROCEV2.md §5.4 (C9-94).
+// payloadOK applies the packet-length rules of doc/protocol.md §5.4 (C9-94).
 func (qp *QP) payloadOK(info *wire.OpInfo, n int) bool {
 	mtu := int(qp.mtu)
 	switch {
@@ -266,7 +266,7 @@ func (qp *QP) respWrite(p wire.Packet, psn wire.PSN) respOutcome {
 		if reth.DMALength() > MaxMsgSize {
 			return errInvalidRequest
 		}
-		if o := qp.checkRemote(reth.RKey(), reth.VA(), reth.DMALength(), mem.RemoteWrite); o != respDone {
+		if o := qp.checkRemote(reth.RKey(), reth.VA(), reth.DMALength(), ib.AccessRemoteWrite); o != respDone {
 			return o
 		}
 		r.write = writeState{va: reth.VA(), rkey: reth.RKey(), resid: reth.DMALength(), total: reth.DMALength()}
@@ -278,7 +278,7 @@ func (qp *QP) respWrite(p wire.Packet, psn wire.PSN) respOutcome {
 	}
 	data := p.Payload()
 	n := uint32(len(data))
-	// rxe's strict write-length rules (ROCEV2.md §5.3).
+	// rxe's strict write-length rules (doc/protocol.md §5.3).
 	if r.write.resid > qp.mtu {
 		if info.Is(wire.OpLast) || n != qp.mtu {
 			return errInvalidRequest
@@ -287,7 +287,7 @@ func (qp *QP) respWrite(p wire.Packet, psn wire.PSN) respOutcome {
 		return errInvalidRequest
 	}
 	if n > 0 {
-		ref, o := qp.remote(r.write.rkey, r.write.va, n, mem.RemoteWrite)
+		ref, o := qp.remote(r.write.rkey, r.write.va, n, ib.AccessRemoteWrite)
 		if o != respDone {
 			return o // deregistered in the middle of the message
 		}
@@ -347,7 +347,7 @@ func (qp *QP) completeRecv(op ib.WCOpcode, n uint32, imm *uint32) {
 // current MSN. A pending coalesced ACK goes first, to keep PSNs in order.
 func (qp *QP) sendACK(s wire.Syndrome, psn wire.PSN) {
 	qp.sendPendingACK()
-	f := wire.BTHFields{Opcode: wire.RCAcknowledge, PKey: defaultPKey, DestQP: uint32(qp.attr.DestQPN), PSN: psn}
+	f := qp.bth(wire.RCAcknowledge, psn)
 	p := qp.xmit.start(qp, &f, 0)
 	p.AETH().Encode(&wire.AETHFields{Syndrome: s, MSN: qp.resp.msn})
 	qp.xmit.queue(qp, p)

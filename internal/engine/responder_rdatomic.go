@@ -10,14 +10,14 @@ import (
 // streams the response packets.
 func (qp *QP) respRead(p wire.Packet, psn wire.PSN) respOutcome {
 	if qp.attr.AccessFlags&ib.AccessRemoteRead == 0 || len(qp.resp.res) == 0 {
-		return errInvalidRequest // no right, or max_dest_rd_atomic 0 (ROCEV2.md §12.3 steps 3-4)
+		return errInvalidRequest // no right, or max_dest_rd_atomic 0 (doc/protocol.md §12.3 steps 3-4)
 	}
 	reth := p.RETH()
 	n := reth.DMALength()
 	if n > MaxMsgSize {
 		return errInvalidRequest
 	}
-	if o := qp.checkRemote(reth.RKey(), reth.VA(), n, mem.RemoteRead); o != respDone {
+	if o := qp.checkRemote(reth.RKey(), reth.VA(), n, ib.AccessRemoteRead); o != respDone {
 		return o
 	}
 	npkts := max(1, (n+qp.mtu-1)/qp.mtu)
@@ -43,7 +43,7 @@ type readStream struct {
 }
 
 // startRead queues the responses for length bytes at va, numbered from psn
-// (ROCEV2.md §5.2). A pending coalesced ACK goes first.
+// (doc/protocol.md §5.2). A pending coalesced ACK goes first.
 func (qp *QP) startRead(va uint64, rkey, length uint32, psn wire.PSN) {
 	qp.sendPendingACK()
 	qp.resp.read = readStream{active: true, va: va, rkey: rkey, length: length, psn: psn, reqPSN: psn}
@@ -59,13 +59,13 @@ func (qp *QP) streamRead(budget int) int {
 		resid := r.length - r.off
 		pos := positionOf(r.started, resid, qp.mtu)
 		size := min(resid, qp.mtu)
-		f := wire.BTHFields{Opcode: readResponseOpcodes[pos], PKey: defaultPKey, DestQP: uint32(qp.attr.DestQPN), PSN: r.psn}
+		f := qp.bth(readResponseOpcodes[pos], r.psn)
 		p := qp.xmit.start(qp, &f, int(size))
 		if h := p.AETH(); h != nil {
 			h.Encode(&wire.AETHFields{Syndrome: wire.ACKSyndrome(wire.CreditsUnlimited), MSN: qp.resp.msn})
 		}
 		if size > 0 {
-			ref, o := qp.remote(r.rkey, r.va+uint64(r.off), size, mem.RemoteRead)
+			ref, o := qp.remote(r.rkey, r.va+uint64(r.off), size, ib.AccessRemoteRead)
 			if o != respDone {
 				qp.xmit.abort()
 				r.active = false
@@ -97,9 +97,9 @@ func (qp *QP) respAtomic(p wire.Packet, psn wire.PSN) respOutcome {
 	}
 	a := p.AtomicETH()
 	if a.VA()%8 != 0 {
-		return errInvalidRequest // misaligned atomic (ROCEV2.md §9, §12.3 step 11)
+		return errInvalidRequest // misaligned atomic (doc/protocol.md §9, §12.3 step 11)
 	}
-	ref, o := qp.remote(a.RKey(), a.VA(), 8, mem.RemoteAtomic)
+	ref, o := qp.remote(a.RKey(), a.VA(), 8, ib.AccessRemoteAtomic)
 	if o != respDone {
 		return o
 	}
@@ -120,7 +120,7 @@ func (qp *QP) respAtomic(p wire.Packet, psn wire.PSN) respOutcome {
 
 func (qp *QP) sendAtomicACK(psn wire.PSN, orig uint64) {
 	qp.sendPendingACK()
-	f := wire.BTHFields{Opcode: wire.RCAtomicAcknowledge, PKey: defaultPKey, DestQP: uint32(qp.attr.DestQPN), PSN: psn}
+	f := qp.bth(wire.RCAtomicAcknowledge, psn)
 	p := qp.xmit.start(qp, &f, 0)
 	p.AETH().Encode(&wire.AETHFields{Syndrome: wire.ACKSyndrome(wire.CreditsUnlimited), MSN: qp.resp.msn})
 	p.AtomicAckETH().SetOrigData(orig)
@@ -136,7 +136,7 @@ func (qp *QP) takeResource() *resource {
 	return res
 }
 
-// duplicate answers a request the responder has seen (ROCEV2.md §7.6):
+// duplicate answers a request the responder has seen (doc/protocol.md §7.6):
 // SEND and WRITE are acknowledged again, READs re-executed, atomics answered
 // from the resource cache. Unknown duplicates are dropped.
 func (qp *QP) duplicate(p wire.Packet, psn wire.PSN) respOutcome {

@@ -150,7 +150,7 @@ func TestResponderPackets(t *testing.T) {
 	}, {
 		name: "rights: a READ of a region without remote read is a remote access error",
 		setup: func(t *testing.T, r *pktRig) {
-			reg, err := r.dev.MRs().Register(1, r.region, mem.LocalWrite|mem.RemoteWrite)
+			reg, err := r.dev.MRs().Register(1, r.region, ib.AccessLocalWrite|ib.AccessRemoteWrite)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/goverbs/goverbs/internal/ib"
 	"github.com/goverbs/goverbs/internal/mem"
 )
 
@@ -10,9 +11,9 @@ import (
 // allowed). Every SGE is checked against the MR table with the QP's PD.
 // It returns mem.FaultBounds if the list is shorter than off+len(p).
 func (qp *QP) copySGEs(sges []SGE, off uint32, p []byte, write bool) mem.Fault {
-	need := mem.Access(0)
+	need := ib.AccessFlags(0)
 	if write {
-		need = mem.LocalWrite
+		need = ib.AccessLocalWrite
 	}
 	for i := range sges {
 		s := &sges[i]

@@ -115,7 +115,7 @@ func positionOf(started bool, resid, mtu uint32) position {
 }
 
 // rcOpcodes picks the RC opcode of a SEND or WRITE packet by WR opcode and
-// position (ROCEV2.md §5.2); UC opcodes are the same plus 0x20.
+// position (doc/protocol.md §5.2); UC opcodes are the same plus 0x20.
 var rcOpcodes = [...][4]wire.Opcode{
 	ib.WRSend:             {wire.RCSendFirst, wire.RCSendMiddle, wire.RCSendLast, wire.RCSendOnly},
 	ib.WRSendWithImm:      {wire.RCSendFirst, wire.RCSendMiddle, wire.RCSendLastWithImmediate, wire.RCSendOnlyWithImmediate},

@@ -19,6 +19,12 @@ func (x *xmitBatch) init(size int) {
 	x.bufs = make([]*pktBuf, max(size, 1))
 }
 
+// bth returns the BTH fields of a packet to the QP's peer: opcode op and
+// PSN psn, on the default partition.
+func (qp *QP) bth(op wire.Opcode, psn wire.PSN) wire.BTHFields {
+	return wire.BTHFields{Opcode: op, PKey: defaultPKey, DestQP: uint32(qp.attr.DestQPN), PSN: psn}
+}
+
 // start lays out a packet in a fresh buffer of the batch, flushing first if
 // the batch is full. The caller fills headers and payload, then calls
 // queue.
@@ -54,11 +60,6 @@ func (x *xmitBatch) abort() {
 func (x *xmitBatch) flush(qp *QP) {
 	if x.n == 0 {
 		return
-	}
-	if t := qp.dev.tap; t != nil {
-		for i := range x.n {
-			t.record(&qp.env, x.msgs[i].Buf)
-		}
 	}
 	sent, err := qp.dev.bind.Send(x.msgs[:x.n])
 	qp.dev.counters.add(SentPkts, uint64(sent))

@@ -6,7 +6,7 @@ import (
 )
 
 // AccessFlags are the access rights of a memory region or of a QP's
-// responder (enum ibv_access_flags, ROCEV2.md §12.1). Local read is always
+// responder (enum ibv_access_flags, doc/protocol.md §12.1). Local read is always
 // allowed and has no flag.
 type AccessFlags uint32
 
@@ -58,7 +58,7 @@ var accessNames = []flagName{
 func (a AccessFlags) String() string { return formatFlags(uint32(a), accessNames) }
 
 // ValidForMR checks a as the access flags of a memory region
-// (ibv_reg_mr, ROCEV2.md §12.1). It enforces the verbs rule that
+// (ibv_reg_mr, doc/protocol.md §12.1). It enforces the verbs rule that
 // REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE too (linux
 // ib_check_mr_access), and rejects what this NIC does not implement:
 // MW_BIND, ZERO_BASED, ON_DEMAND, HUGETLB and any other bit below the

@@ -9,7 +9,7 @@ import (
 )
 
 func TestAccessFlagValues(t *testing.T) {
-	// enum ibv_access_flags, rdma-core libibverbs/verbs.h (ROCEV2.md §12.1).
+	// enum ibv_access_flags, rdma-core libibverbs/verbs.h (doc/protocol.md §12.1).
 	for _, tc := range []struct {
 		flag ib.AccessFlags
 		want uint32

@@ -5,7 +5,7 @@
 // travels on the wire (that is internal/wire); the values are the familiar
 // C ones so that code, logs and errors read like their C counterparts.
 //
-// Where each comes from, in ROCEV2.md: MTUs §5.1 and §13.2, GIDs §1.5, work
-// completions §10, work requests §10.6, the QP state machine §11 and access
+// Where each comes from, in doc/protocol.md: MTUs §5.1, GIDs §1.3, work
+// completions §10, work requests §10.5, the QP state machine §11 and access
 // flags §12.1. The package imports only the standard library.
 package ib

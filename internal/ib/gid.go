@@ -4,7 +4,7 @@ import "net/netip"
 
 // GID is a 16-byte global identifier (union ibv_gid). For RoCEv2 a GID is an
 // IP address: an IPv6 address as is, an IPv4 address a.b.c.d as the
-// IPv4-mapped ::ffff:a.b.c.d (ROCEV2.md §1.5).
+// IPv4-mapped ::ffff:a.b.c.d (doc/protocol.md §1.3).
 type GID [16]byte
 
 // GIDFromAddr returns the RoCEv2 GID of an IP address: IPv4 addresses
@@ -13,7 +13,7 @@ type GID [16]byte
 func GIDFromAddr(a netip.Addr) GID { return GID(a.As16()) }
 
 // Addr returns the IP address g stands for: an IPv4 address for an
-// IPv4-mapped GID (rxe's test for IPv4, ROCEV2.md §1.5), an IPv6 address
+// IPv4-mapped GID (rxe's test for IPv4, doc/protocol.md §1.3), an IPv6 address
 // otherwise.
 func (g GID) Addr() netip.Addr { return netip.AddrFrom16(g).Unmap() }
 

@@ -2,7 +2,7 @@ package ib
 
 import "strconv"
 
-// MTU is an IB path MTU (enum ibv_mtu, ROCEV2.md §5.1): the most payload
+// MTU is an IB path MTU (enum ibv_mtu, doc/protocol.md §5.1): the most payload
 // bytes one packet carries. Headers, pad and ICRC come on top.
 type MTU uint8
 
@@ -16,7 +16,7 @@ const (
 )
 
 // rxeMaxHdrLength is RXE_MAX_HDR_LENGTH, the header budget rxe subtracts
-// from the link MTU to get the active MTU (ROCEV2.md §5.1).
+// from the link MTU to get the active MTU (doc/protocol.md §5.1).
 const rxeMaxHdrLength = 80
 
 // Bytes returns the payload size m stands for (MTU1024 → 1024), or 0 when m
@@ -48,7 +48,7 @@ func MTUFromBytes(n int) (MTU, bool) {
 }
 
 // ActiveMTU returns the port's active MTU for a link (netdev) MTU, by rxe's
-// rule (rxe.c rxe_set_mtu, ROCEV2.md §5.1 and §13.2): linkMTU − 80 rounded
+// rule (rxe.c rxe_set_mtu, doc/protocol.md §5.1): linkMTU − 80 rounded
 // down to an MTU value, at least MTU256 and at most MTU4096. A 1500-byte
 // link gives MTU1024, a 9000-byte one MTU4096.
 func ActiveMTU(linkMTU int) MTU {

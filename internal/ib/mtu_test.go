@@ -7,7 +7,7 @@ import (
 )
 
 func TestMTU(t *testing.T) {
-	// enum ibv_mtu (ROCEV2.md §5.1).
+	// enum ibv_mtu (doc/protocol.md §5.1).
 	for _, tc := range []struct {
 		mtu   ib.MTU
 		value uint8
@@ -48,7 +48,7 @@ func TestMTUFromBytesRejects(t *testing.T) {
 }
 
 func TestActiveMTU(t *testing.T) {
-	// rxe: link MTU − 80, rounded down, at least 256 (ROCEV2.md §5.1).
+	// rxe: link MTU − 80, rounded down, at least 256 (doc/protocol.md §5.1).
 	for _, tc := range []struct {
 		link int
 		want ib.MTU

@@ -1,7 +1,7 @@
 package ib
 
 // QPAttrMask selects the attributes a modify-QP call sets (enum
-// ibv_qp_attr_mask, ROCEV2.md §11.3). Which ones each transition requires
+// ibv_qp_attr_mask, doc/protocol.md §11.3). Which ones each transition requires
 // and accepts is CheckTransition's table (§11.4).
 type QPAttrMask uint32
 

@@ -6,7 +6,7 @@ import (
 	"github.com/goverbs/goverbs/internal/ib"
 )
 
-// qpAttrBits is enum ibv_qp_attr_mask as ROCEV2.md §11.3 lists it, with the
+// qpAttrBits is enum ibv_qp_attr_mask as rdma-core's verbs.h lists it, with the
 // names String uses (IBV_QP_ dropped).
 var qpAttrBits = []struct {
 	bit   ib.QPAttrMask

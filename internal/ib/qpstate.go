@@ -1,7 +1,7 @@
 package ib
 
 // QPState is the state of a queue pair (enum ibv_qp_state, IBA 10.3.1,
-// ROCEV2.md §11.1). Which states post receive and post send are allowed in,
+// doc/protocol.md §11.1). Which states post receive and post send are allowed in,
 // and what the QP sends and accepts in each, is the table of §11.1;
 // CheckTransition says how a QP moves between them.
 type QPState uint8

@@ -7,7 +7,7 @@ import (
 )
 
 func TestQPState(t *testing.T) {
-	// enum ibv_qp_state (ROCEV2.md §11.1).
+	// enum ibv_qp_state (doc/protocol.md §11.1).
 	for _, tc := range []struct {
 		state ib.QPState
 		value uint8

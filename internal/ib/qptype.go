@@ -1,7 +1,7 @@
 package ib
 
-// QPType is the transport service of a queue pair (enum ibv_qp_type,
-// ROCEV2.md §11.3). Only the three RoCEv2 data services exist here.
+// QPType is the transport service of a queue pair (enum ibv_qp_type;
+// IBA 9.7 and 9.8, doc/protocol.md §3.2). Only the three RoCEv2 data services exist here.
 type QPType uint8
 
 // QP types, with their libibverbs values.

@@ -7,7 +7,7 @@ import (
 )
 
 func TestQPType(t *testing.T) {
-	// enum ibv_qp_type (ROCEV2.md §11.3).
+	// enum ibv_qp_type, rdma-core libibverbs/verbs.h.
 	for _, tc := range []struct {
 		typ   ib.QPType
 		value uint8

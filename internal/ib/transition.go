@@ -37,12 +37,12 @@ const (
 type typeRules [numQPTypes]attrRule
 
 // noAttrs is a transition every QP type may make with no attribute but
-// QPAttrState: any→RESET and any→ERR (ROCEV2.md §11.6).
+// QPAttrState: any→RESET and any→ERR (doc/protocol.md §11.5).
 var noAttrs = typeRules{rc: {allowed: true}, uc: {allowed: true}, ud: {allowed: true}}
 
 // qpStateTable is qp_state_table of linux drivers/infiniband/core/verbs.c
 // (the IBA QP state transition properties) for RC, UC and UD, indexed
-// [cur][next][type]: the allowed transitions of ROCEV2.md §11.2 and the
+// [cur][next][type]: the allowed transitions of doc/protocol.md §11.2 and the
 // required and optional attributes of §11.4. A zero cell is a transition
 // the type may not make. One difference from the kernel, after §11.2: SQE→RTS
 // is allowed for UC and UD only, as RC errors go straight to ERR.
@@ -134,7 +134,7 @@ var qpStateTable = [numQPStates][numQPStates]typeRules{
 }
 
 // CheckTransition checks a modify-QP call against the QP state machine
-// (ROCEV2.md §11.2, §11.4; linux ib_modify_qp_is_ok): a QP of type t in
+// (doc/protocol.md §11.2, §11.4; linux ib_modify_qp_is_ok): a QP of type t in
 // state cur asks for state next, setting the attributes in mask.
 //
 // The transition must be allowed for t, or the error wraps

@@ -24,9 +24,10 @@ var (
 	allTypes  = []ib.QPType{ib.QPTypeRC, ib.QPTypeUC, ib.QPTypeUD}
 )
 
-// spec114 is the table of ROCEV2.md §11.4, transcribed row by row with the
-// attribute names as written there, plus the any→RESET and any (except
-// RESET)→ERR transitions of §11.2.
+// spec114 is the required/optional attribute table of IBA 10.3.1 as the Linux
+// core applies it (doc/protocol.md §11.4 shows its RC rows), transcribed row by
+// row with libibverbs' attribute names, plus the any→RESET and any (except
+// RESET)→ERR transitions of doc/protocol.md §11.2.
 var spec114 = []struct {
 	from, to           ib.QPState
 	types              string
@@ -78,7 +79,7 @@ type cell struct {
 
 type sets struct{ required, optional ib.QPAttrMask }
 
-// parseAttrs turns "AV, PATH_MTU" into a mask, by the names of §11.3.
+// parseAttrs turns "AV, PATH_MTU" into a mask, by libibverbs' attribute names.
 func parseAttrs(t *testing.T, list string) ib.QPAttrMask {
 	t.Helper()
 	var m ib.QPAttrMask
@@ -95,7 +96,7 @@ func parseAttrs(t *testing.T, list string) ib.QPAttrMask {
 			}
 		}
 		if !found {
-			t.Fatalf("unknown attribute %q in the §11.4 table", name)
+			t.Fatalf("unknown attribute %q in the spec114 table", name)
 		}
 	}
 	return m
@@ -113,7 +114,7 @@ func specCells(t *testing.T) map[cell]sets {
 			}
 			c := cell{typ, row.from, row.to}
 			if _, dup := cells[c]; dup || typ == 0 {
-				t.Fatalf("bad §11.4 row %v→%v %s", row.from, row.to, name)
+				t.Fatalf("bad spec114 row %v→%v %s", row.from, row.to, name)
 			}
 			cells[c] = sets{parseAttrs(t, row.required), parseAttrs(t, row.optional)}
 		}
@@ -122,7 +123,7 @@ func specCells(t *testing.T) map[cell]sets {
 }
 
 // TestCheckTransitionSpec runs every transition of every QP type against
-// §11.4: the required attributes pass, with or without the optional ones;
+// spec114: the required attributes pass, with or without the optional ones;
 // dropping any required one or adding any other attribute fails naming it;
 // transitions not in the table fail as invalid.
 func TestCheckTransitionSpec(t *testing.T) {

@@ -1,8 +1,8 @@
 package ib
 
 // WCStatus is the status of a work completion (enum ibv_wc_status,
-// ROCEV2.md §10.1). Data-path failures reach the user as a status, not as a
-// Go error (§10.5).
+// doc/protocol.md §10.1). Data-path failures reach the user as a status, not as a
+// Go error (doc/design.md §5).
 type WCStatus uint8
 
 // Work completion statuses, with their libibverbs values.
@@ -72,7 +72,7 @@ func (s WCStatus) String() string {
 }
 
 // WCOpcode says which operation a work completion is for (enum
-// ibv_wc_opcode, ROCEV2.md §10.2). Receive completions have bit 0x80 set.
+// ibv_wc_opcode, doc/protocol.md §10.2). Receive completions have bit 0x80 set.
 type WCOpcode uint8
 
 // Work completion opcodes, with their libibverbs values.
@@ -110,7 +110,7 @@ var wcOpcodeNames = [...]string{
 func (o WCOpcode) String() string { return enumString(wcOpcodeNames[:], uint8(o), "WCOpcode") }
 
 // WCFlags are the wc_flags of a work completion (enum ibv_wc_flags,
-// user-space values; ROCEV2.md §10.3).
+// user-space values; doc/protocol.md §10.3).
 type WCFlags uint32
 
 // Work completion flags, with their libibverbs values.

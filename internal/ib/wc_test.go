@@ -52,7 +52,7 @@ func TestWCStatus(t *testing.T) {
 }
 
 func TestWCOpcode(t *testing.T) {
-	// enum ibv_wc_opcode (ROCEV2.md §10.2).
+	// enum ibv_wc_opcode (doc/protocol.md §10.2).
 	for _, tc := range []struct {
 		op    ib.WCOpcode
 		value uint8
@@ -85,7 +85,7 @@ func TestWCOpcode(t *testing.T) {
 }
 
 func TestWCFlags(t *testing.T) {
-	// enum ibv_wc_flags, user-space values (ROCEV2.md §10.3).
+	// enum ibv_wc_flags, user-space values (doc/protocol.md §10.3).
 	for _, tc := range []struct {
 		flags ib.WCFlags
 		value uint32

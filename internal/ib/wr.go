@@ -1,7 +1,7 @@
 package ib
 
 // WROpcode is the operation of a send work request (enum ibv_wr_opcode,
-// ROCEV2.md §10.6). Which opcodes a QP type accepts, and the wire opcodes
+// doc/protocol.md §10.5). Which opcodes a QP type accepts, and the wire opcodes
 // each produces, are in that table.
 type WROpcode uint8
 
@@ -35,8 +35,8 @@ var wrOpcodeNames = [...]string{
 // String returns the libibverbs enum name ("IBV_WR_SEND"), or "WROpcode(n)".
 func (o WROpcode) String() string { return enumString(wrOpcodeNames[:], uint8(o), "WROpcode") }
 
-// SendFlags modify a send work request (enum ibv_send_flags, ROCEV2.md
-// §10.6).
+// SendFlags modify a send work request (enum ibv_send_flags, doc/protocol.md
+// §10.5).
 type SendFlags uint32
 
 // Send flags, with their libibverbs values.

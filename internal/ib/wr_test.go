@@ -7,7 +7,7 @@ import (
 )
 
 func TestWROpcode(t *testing.T) {
-	// enum ibv_wr_opcode (ROCEV2.md §10.6).
+	// enum ibv_wr_opcode (doc/protocol.md §10.5).
 	for _, tc := range []struct {
 		op    ib.WROpcode
 		value uint8
@@ -36,7 +36,7 @@ func TestWROpcode(t *testing.T) {
 }
 
 func TestSendFlags(t *testing.T) {
-	// enum ibv_send_flags (ROCEV2.md §10.6).
+	// enum ibv_send_flags (doc/protocol.md §10.5).
 	for _, tc := range []struct {
 		flags ib.SendFlags
 		value uint32

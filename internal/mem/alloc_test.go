@@ -3,6 +3,8 @@ package mem
 import (
 	"sync/atomic"
 	"testing"
+
+	"github.com/goverbs/goverbs/internal/ib"
 )
 
 // The data path's budget is zero allocations (STYLE.md rule 15): a checked
@@ -14,7 +16,7 @@ func TestDataPathZeroAllocs(t *testing.T) {
 	key, addr := r.Key(), r.Addr()
 	var sink atomic.Uint64
 	allocs := testing.AllocsPerRun(1000, func() {
-		ref, f := tbl.Acquire(key, pdA, addr+64, 8, RemoteAtomic)
+		ref, f := tbl.Acquire(key, pdA, addr+64, 8, ib.AccessRemoteAtomic)
 		if f != FaultNone {
 			panic(f)
 		}
@@ -41,7 +43,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	key, addr := r.Key(), r.Addr()
 	b.ReportAllocs()
 	for b.Loop() {
-		ref, f := tbl.Acquire(key, pdA, addr+128, 1024, RemoteWrite)
+		ref, f := tbl.Acquire(key, pdA, addr+128, 1024, ib.AccessRemoteWrite)
 		if f != FaultNone {
 			b.Fatal(f)
 		}
@@ -55,7 +57,7 @@ func BenchmarkAcquireFault(b *testing.B) {
 	key, addr := r.Key(), r.Addr()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, f := tbl.Acquire(key, pdA, addr, 1<<17, RemoteWrite); f != FaultBounds {
+		if _, f := tbl.Acquire(key, pdA, addr, 1<<17, ib.AccessRemoteWrite); f != FaultBounds {
 			b.Fatal(f)
 		}
 	}
@@ -70,7 +72,7 @@ func BenchmarkAcquireReleaseParallelSameRegion(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			ref, f := tbl.Acquire(key, pdA, addr+128, 1024, RemoteWrite)
+			ref, f := tbl.Acquire(key, pdA, addr+128, 1024, ib.AccessRemoteWrite)
 			if f != FaultNone {
 				panic(f)
 			}
@@ -90,7 +92,7 @@ func BenchmarkAcquireReleaseParallelOwnRegion(b *testing.B) {
 		}
 		key, addr := r.Key(), r.Addr()
 		for pb.Next() {
-			ref, f := tbl.Acquire(key, pdA, addr+128, 1024, RemoteWrite)
+			ref, f := tbl.Acquire(key, pdA, addr+128, 1024, ib.AccessRemoteWrite)
 			if f != FaultNone {
 				panic(f)
 			}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"testing"
+
+	"github.com/goverbs/goverbs/internal/ib"
 )
 
 // word8 returns an 8-aligned 8-byte slice; the allocator aligns any
@@ -55,7 +57,7 @@ func TestFetchAndAdd(t *testing.T) {
 	}
 }
 
-// The word is in host order (ROCEV2.md §9): the low byte in memory is the
+// The word is in host order (doc/protocol.md §9): the low byte in memory is the
 // low byte of the value on a little-endian host.
 func TestAtomicHostOrder(t *testing.T) {
 	b := word8(0)
@@ -130,9 +132,9 @@ func TestAtomicOnRegisteredBuffer(t *testing.T) {
 	}
 	defer buf.Free()
 	tbl := NewTable(1)
-	r := mustRegister(t, tbl, pdA, buf.Bytes(), LocalWrite|RemoteAtomic)
+	r := mustRegister(t, tbl, pdA, buf.Bytes(), ib.AccessLocalWrite|ib.AccessRemoteAtomic)
 	defer tbl.Deregister(r)
-	ref, f := tbl.Acquire(r.Key(), pdA, r.Addr()+16, 8, RemoteAtomic)
+	ref, f := tbl.Acquire(r.Key(), pdA, r.Addr()+16, 8, ib.AccessRemoteAtomic)
 	if f != FaultNone {
 		t.Fatal(f)
 	}

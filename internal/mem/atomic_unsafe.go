@@ -8,11 +8,11 @@ import (
 // Atomics run as real CPU atomics on the target word, so they are atomic
 // also against the application's own sync/atomic accesses and against
 // other processes mapping the same memfd, which rxe's device-wide lock
-// (ROCEV2.md §9, IBV_ATOMIC_HCA) is not. The word is in host byte order,
+// (doc/protocol.md §9, IBV_ATOMIC_HCA) is not. The word is in host byte order,
 // as the spec requires of the responder.
 
 // Aligned8 reports whether b is a valid atomic target: exactly 8 bytes at
-// an 8-byte-aligned address (ROCEV2.md §9). The engine checks the VA
+// an 8-byte-aligned address (doc/protocol.md §9). The engine checks the VA
 // before it acquires the target; Acquire with length 8 then yields a
 // slice that passes.
 func Aligned8(b []byte) bool {

@@ -8,19 +8,21 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/goverbs/goverbs/internal/ib"
 )
 
 // Deregister must refuse new accesses at once but return only after an
 // access in progress has released its Ref.
 func TestDeregisterWaitsForRef(t *testing.T) {
 	tbl := NewTable(1)
-	r := mustRegister(t, tbl, pdA, make([]byte, 64), LocalWrite|RemoteWrite)
+	r := mustRegister(t, tbl, pdA, make([]byte, 64), ib.AccessLocalWrite|ib.AccessRemoteWrite)
 	key, addr := r.Key(), r.Addr()
 
 	held, release := make(chan struct{}), make(chan struct{})
 	var released atomic.Bool
 	go func() {
-		ref, f := tbl.Acquire(key, pdA, addr, 64, RemoteWrite)
+		ref, f := tbl.Acquire(key, pdA, addr, 64, ib.AccessRemoteWrite)
 		if f != FaultNone {
 			t.Errorf("Acquire: %v", f)
 			close(held)
@@ -45,7 +47,7 @@ func TestDeregisterWaitsForRef(t *testing.T) {
 	// before it returns.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		ref, f := tbl.Acquire(key, pdA, addr, 1, RemoteWrite)
+		ref, f := tbl.Acquire(key, pdA, addr, 1, ib.AccessRemoteWrite)
 		if f == FaultBadKey {
 			break
 		}
@@ -105,7 +107,7 @@ func TestConcurrentAcquireDeregister(t *testing.T) {
 				if r := tbl.slots[key.Index()].Load(); r != nil && rng.IntN(4) != 0 {
 					va = r.Addr()
 				}
-				ref, f := tbl.Acquire(key, pdA, va, 16, RemoteRead)
+				ref, f := tbl.Acquire(key, pdA, va, 16, ib.AccessRemoteRead)
 				if f != FaultNone {
 					continue
 				}
@@ -149,7 +151,7 @@ func TestConcurrentAcquireDeregister(t *testing.T) {
 		}
 		buf := make([]byte, 64)
 		binary.LittleEndian.PutUint32(buf, round)
-		r, err := tbl.Register(pdA, buf, RemoteRead)
+		r, err := tbl.Register(pdA, buf, ib.AccessRemoteRead)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,12 +5,12 @@
 // A region is registered with a protection-domain id, a byte slice and
 // access rights, and is named by a Key: an index into the table plus an
 // 8-bit tag that changes each time the index is reused, so a stale R_Key
-// from a peer never reaches a newer region (ROCEV2.md §12.2). The region's
+// from a peer never reaches a newer region (doc/protocol.md §12.2). The region's
 // address is the real virtual address of its first byte, as on hardware,
 // so addresses and keys exchanged with C peers mean the same thing.
 //
 // The data path calls Table.Acquire, which checks key, PD, rights and
-// bounds in the order rxe does (ROCEV2.md §12.3 steps 8 and 9) without
+// bounds in the order rxe does (doc/protocol.md §12.3 steps 8 and 9) without
 // locks or allocations, and returns a Ref holding the region until
 // Release. Table.Deregister invalidates the key at once and then waits
 // for the Refs still held, so memory may be unmapped as soon as it

@@ -3,12 +3,12 @@ package mem
 import "strconv"
 
 // Fault is the result of a checked access. The engine turns it into a NAK
-// or a completion status (ROCEV2.md §12.3, §12.4); it is a small value, not
+// or a completion status (doc/protocol.md §12.3, §12.4); it is a small value, not
 // an error, so the data path neither allocates nor compares interfaces.
 type Fault uint8
 
 // Faults in the order Table.Acquire checks them, which is rxe's order
-// (ROCEV2.md §12.3 steps 8 and 9): the first failing check is reported.
+// (doc/protocol.md §12.3 steps 8 and 9): the first failing check is reported.
 const (
 	FaultNone   Fault = iota // access allowed
 	FaultBadKey              // no region with this key: bad index, tag mismatch, or deregistered

@@ -1,7 +1,7 @@
 package mem
 
 // Key names a memory region: L_Key and R_Key, which are the same value for
-// an MR (ROCEV2.md §12.2). As in rxe it is index<<8 | tag: the index finds
+// an MR (doc/protocol.md §12.2). As in rxe it is index<<8 | tag: the index finds
 // the table slot in O(1), and the tag, which changes each time the slot is
 // reused, makes a key kept by a peer after deregistration fail instead of
 // reaching the next region in that slot. Index 0 is never used, so key 0

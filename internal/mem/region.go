@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
+
+	"github.com/goverbs/goverbs/internal/ib"
 )
 
 // Region is a registered memory region (an MR). Its key, PD, rights and
@@ -12,7 +14,7 @@ import (
 type Region struct {
 	key    Key
 	pd     uint32
-	access Access
+	access ib.AccessFlags
 	addr   uint64 // AddrOf(buf): the real virtual address, as on hardware
 	buf    []byte // also keeps heap memory alive while registered
 
@@ -36,7 +38,7 @@ func (r *Region) Len() int { return len(r.buf) }
 func (r *Region) PD() uint32 { return r.pd }
 
 // Access returns the region's access rights.
-func (r *Region) Access() Access { return r.access }
+func (r *Region) Access() ib.AccessFlags { return r.access }
 
 // offset returns the offset of va in the region if [va, va+length) lies
 // inside it (rxe mr_check_range). It never computes va+length or

@@ -6,13 +6,14 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"github.com/goverbs/goverbs/internal/ib"
 )
 
 // Errors returned by Register and Deregister. The caller wraps them with
 // the verb's name.
 var (
 	ErrEmptyBuffer   = errors.New("empty buffer")
-	ErrInvalidAccess = errors.New("remote write or atomic access without local write")
 	ErrTableFull     = errors.New("memory region table full")
 	ErrNotRegistered = errors.New("memory region not registered")
 )
@@ -49,12 +50,12 @@ func NewTable(max int) *Table {
 // domain pd and returns it. buf must stay at the same address and stay
 // valid (not unmapped) until Deregister returns; the region keeps Go heap
 // memory alive itself.
-func (t *Table) Register(pd uint32, buf []byte, access Access) (*Region, error) {
+func (t *Table) Register(pd uint32, buf []byte, access ib.AccessFlags) (*Region, error) {
 	if len(buf) == 0 {
 		return nil, ErrEmptyBuffer
 	}
-	if !access.valid() {
-		return nil, ErrInvalidAccess
+	if err := access.ValidForMR(); err != nil {
+		return nil, err
 	}
 	r := &Region{pd: pd, access: access, addr: AddrOf(buf), buf: buf}
 	t.mu.Lock()
@@ -117,14 +118,14 @@ func (t *Table) Deregister(r *Region) error {
 // Acquire checks an access of length bytes at virtual address va through
 // key, in protection domain pd, needing the rights in need (0 for a local
 // read, which verbs always allows). The checks and their order are rxe's
-// (ROCEV2.md §12.3 steps 8–9, §12.4): key, PD, rights, bounds; the first
+// (doc/protocol.md §12.3 steps 8–9, §12.4): key, PD, rights, bounds; the first
 // that fails is returned. On FaultNone the Ref holds the region until
 // Release and its Bytes are exactly [va, va+length). A zero length passes
 // the same checks, with va anywhere in [Addr, Addr+Len], and yields an
 // empty slice.
 //
 // Acquire takes no lock and does not allocate.
-func (t *Table) Acquire(key Key, pd uint32, va, length uint64, need Access) (Ref, Fault) {
+func (t *Table) Acquire(key Key, pd uint32, va, length uint64, need ib.AccessFlags) (Ref, Fault) {
 	index := key.Index()
 	if index >= uint32(len(t.slots)) {
 		return Ref{}, FaultBadKey

@@ -3,15 +3,17 @@ package mem
 import (
 	"errors"
 	"testing"
+
+	"github.com/goverbs/goverbs/internal/ib"
 )
 
 const (
 	pdA = 1
 	pdB = 2
-	all = LocalWrite | RemoteWrite | RemoteRead | RemoteAtomic
+	all = ib.AccessLocalWrite | ib.AccessRemoteWrite | ib.AccessRemoteRead | ib.AccessRemoteAtomic
 )
 
-func mustRegister(t testing.TB, tbl *Table, pd uint32, buf []byte, access Access) *Region {
+func mustRegister(t testing.TB, tbl *Table, pd uint32, buf []byte, access ib.AccessFlags) *Region {
 	t.Helper()
 	r, err := tbl.Register(pd, buf, access)
 	if err != nil {
@@ -46,8 +48,8 @@ func TestNewTableRange(t *testing.T) {
 func TestRegister(t *testing.T) {
 	tbl := NewTable(4)
 	buf := make([]byte, 100)
-	r := mustRegister(t, tbl, pdA, buf, RemoteRead)
-	if r.Key().Index() != 1 || r.Addr() != AddrOf(buf) || r.Len() != 100 || r.PD() != pdA || r.Access() != RemoteRead {
+	r := mustRegister(t, tbl, pdA, buf, ib.AccessRemoteRead)
+	if r.Key().Index() != 1 || r.Addr() != AddrOf(buf) || r.Len() != 100 || r.PD() != pdA || r.Access() != ib.AccessRemoteRead {
 		t.Errorf("region: key %#x addr %#x len %d pd %d access %v",
 			uint32(r.Key()), r.Addr(), r.Len(), r.PD(), r.Access())
 	}
@@ -58,20 +60,21 @@ func TestRegisterErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		buf    []byte
-		access Access
+		access ib.AccessFlags
 		want   error
 	}{
 		{"nil", nil, all, ErrEmptyBuffer},
 		{"empty", make([]byte, 0, 8), all, ErrEmptyBuffer},
-		{"remote write without local write", make([]byte, 8), RemoteWrite, ErrInvalidAccess},
-		{"remote atomic without local write", make([]byte, 8), RemoteAtomic | RemoteRead, ErrInvalidAccess},
+		{"remote write without local write", make([]byte, 8), ib.AccessRemoteWrite, ib.ErrInvalidAccessFlags},
+		{"remote atomic without local write", make([]byte, 8), ib.AccessRemoteAtomic | ib.AccessRemoteRead, ib.ErrInvalidAccessFlags},
+		{"memory window bind", make([]byte, 8), ib.AccessLocalWrite | ib.AccessMWBind, ib.ErrInvalidAccessFlags},
 	} {
 		if r, err := tbl.Register(pdA, tc.buf, tc.access); !errors.Is(err, tc.want) {
 			t.Errorf("%s: Register = %v, %v; want %v", tc.name, r, err, tc.want)
 		}
 	}
 	mustRegister(t, tbl, pdA, make([]byte, 1), 0)
-	mustRegister(t, tbl, pdA, make([]byte, 1), RemoteRead)
+	mustRegister(t, tbl, pdA, make([]byte, 1), ib.AccessRemoteRead)
 	if r, err := tbl.Register(pdA, make([]byte, 1), 0); !errors.Is(err, ErrTableFull) {
 		t.Errorf("third Register in a table of 2 = %v, %v; want ErrTableFull", r, err)
 	}
@@ -105,14 +108,14 @@ func TestDeregisterErrors(t *testing.T) {
 func TestKeyTagChangesOnReuse(t *testing.T) {
 	tbl := NewTable(1)
 	buf := make([]byte, 64)
-	r := mustRegister(t, tbl, pdA, buf, RemoteRead)
+	r := mustRegister(t, tbl, pdA, buf, ib.AccessRemoteRead)
 	seen := map[Key]bool{r.Key(): true}
 	for range 255 {
 		old := r.Key()
 		if err := tbl.Deregister(r); err != nil {
 			t.Fatal(err)
 		}
-		r = mustRegister(t, tbl, pdA, buf, RemoteRead)
+		r = mustRegister(t, tbl, pdA, buf, ib.AccessRemoteRead)
 		if r.Key().Index() != old.Index() {
 			t.Fatalf("index %d reused as %d", old.Index(), r.Key().Index())
 		}
@@ -120,10 +123,10 @@ func TestKeyTagChangesOnReuse(t *testing.T) {
 			t.Fatalf("key %#x repeated within 256 reuses", uint32(r.Key()))
 		}
 		seen[r.Key()] = true
-		if _, f := tbl.Acquire(old, pdA, r.Addr(), 1, RemoteRead); f != FaultBadKey {
+		if _, f := tbl.Acquire(old, pdA, r.Addr(), 1, ib.AccessRemoteRead); f != FaultBadKey {
 			t.Fatalf("stale key %#x: %v, want bad key", uint32(old), f)
 		}
-		ref, f := tbl.Acquire(r.Key(), pdA, r.Addr(), 1, RemoteRead)
+		ref, f := tbl.Acquire(r.Key(), pdA, r.Addr(), 1, ib.AccessRemoteRead)
 		if f != FaultNone {
 			t.Fatalf("new key %#x: %v", uint32(r.Key()), f)
 		}
@@ -157,7 +160,7 @@ func TestIndexReuseOrder(t *testing.T) {
 func TestAcquireFaults(t *testing.T) {
 	tbl := NewTable(8)
 	buf := make([]byte, 256)
-	r := mustRegister(t, tbl, pdA, buf, LocalWrite|RemoteRead)
+	r := mustRegister(t, tbl, pdA, buf, ib.AccessLocalWrite|ib.AccessRemoteRead)
 	gone := mustRegister(t, tbl, pdA, buf, all)
 	if err := tbl.Deregister(gone); err != nil {
 		t.Fatal(err)
@@ -170,16 +173,16 @@ func TestAcquireFaults(t *testing.T) {
 		key       Key
 		pd        uint32
 		va, len   uint64
-		need      Access
+		need      ib.AccessFlags
 		want      Fault
 		wantBytes []byte
 	}{
-		{"whole region", k, pdA, a, n, RemoteRead, FaultNone, buf},
+		{"whole region", k, pdA, a, n, ib.AccessRemoteRead, FaultNone, buf},
 		{"local read needs nothing", k, pdA, a + 10, 20, 0, FaultNone, buf[10:30]},
-		{"local write", k, pdA, a, n, LocalWrite, FaultNone, buf},
-		{"last byte", k, pdA, a + n - 1, 1, RemoteRead, FaultNone, buf[n-1:]},
-		{"empty at start", k, pdA, a, 0, RemoteRead, FaultNone, buf[:0]},
-		{"empty at end", k, pdA, a + n, 0, RemoteRead, FaultNone, buf[n:]},
+		{"local write", k, pdA, a, n, ib.AccessLocalWrite, FaultNone, buf},
+		{"last byte", k, pdA, a + n - 1, 1, ib.AccessRemoteRead, FaultNone, buf[n-1:]},
+		{"empty at start", k, pdA, a, 0, ib.AccessRemoteRead, FaultNone, buf[:0]},
+		{"empty at end", k, pdA, a + n, 0, ib.AccessRemoteRead, FaultNone, buf[n:]},
 
 		{"key 0", 0, pdA, a, 1, 0, FaultBadKey, nil},
 		{"index past table", makeKey(9, k.Tag()), pdA, a, 1, 0, FaultBadKey, nil},
@@ -190,12 +193,12 @@ func TestAcquireFaults(t *testing.T) {
 		{"bad key beats PD", k ^ 1, pdB, a, 1, 0, FaultBadKey, nil},
 
 		{"PD mismatch", k, pdB, a, 1, 0, FaultPD, nil},
-		{"PD beats access and bounds", k, pdB, 0, max, RemoteAtomic, FaultPD, nil},
+		{"PD beats access and bounds", k, pdB, 0, max, ib.AccessRemoteAtomic, FaultPD, nil},
 
-		{"no remote write", k, pdA, a, 1, RemoteWrite, FaultAccess, nil},
-		{"no remote atomic", k, pdA, a, 8, RemoteAtomic, FaultAccess, nil},
-		{"one of two rights missing", k, pdA, a, 1, RemoteRead | RemoteWrite, FaultAccess, nil},
-		{"access beats bounds", k, pdA, 0, max, RemoteWrite, FaultAccess, nil},
+		{"no remote write", k, pdA, a, 1, ib.AccessRemoteWrite, FaultAccess, nil},
+		{"no remote atomic", k, pdA, a, 8, ib.AccessRemoteAtomic, FaultAccess, nil},
+		{"one of two rights missing", k, pdA, a, 1, ib.AccessRemoteRead | ib.AccessRemoteWrite, FaultAccess, nil},
+		{"access beats bounds", k, pdA, 0, max, ib.AccessRemoteWrite, FaultAccess, nil},
 
 		{"one past the end", k, pdA, a + n, 1, 0, FaultBounds, nil},
 		{"empty past the end", k, pdA, a + n + 1, 0, 0, FaultBounds, nil},
@@ -242,8 +245,8 @@ func TestAcquireFaults(t *testing.T) {
 func TestRefBytesAreTheRegion(t *testing.T) {
 	tbl := NewTable(1)
 	buf := make([]byte, 32)
-	r := mustRegister(t, tbl, pdA, buf, LocalWrite|RemoteWrite)
-	ref, f := tbl.Acquire(r.Key(), pdA, r.Addr()+4, 3, RemoteWrite)
+	r := mustRegister(t, tbl, pdA, buf, ib.AccessLocalWrite|ib.AccessRemoteWrite)
+	ref, f := tbl.Acquire(r.Key(), pdA, r.Addr()+4, 3, ib.AccessRemoteWrite)
 	if f != FaultNone {
 		t.Fatal(f)
 	}
@@ -284,17 +287,6 @@ func TestFaultString(t *testing.T) {
 	} {
 		if f.String() != want {
 			t.Errorf("%d.String() = %q, want %q", uint8(f), f.String(), want)
-		}
-	}
-}
-
-func TestAccessString(t *testing.T) {
-	for a, want := range map[Access]string{
-		0: "0", LocalWrite: "LOCAL_WRITE", all: "LOCAL_WRITE|REMOTE_WRITE|REMOTE_READ|REMOTE_ATOMIC",
-		RemoteRead | 0x100: "REMOTE_READ|0x100",
-	} {
-		if a.String() != want {
-			t.Errorf("%#x.String() = %q, want %q", uint32(a), a.String(), want)
 		}
 	}
 }

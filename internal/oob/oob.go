@@ -79,3 +79,32 @@ func DeviceAddr(c net.Conn, addr string) (netip.AddrPort, error) {
 	}
 	return netip.AddrPortFrom(c.LocalAddr().(*net.TCPAddr).AddrPort().Addr().Unmap(), 4791), nil
 }
+
+// ServerHost returns the host a tool connects to from its positional
+// arguments: none makes it the server (""), one names the server. More
+// call usage and fail, as the C tools do.
+func ServerHost(args []string, usage func()) (string, error) {
+	switch len(args) {
+	case 0:
+		return "", nil
+	case 1:
+		return args[0], nil
+	}
+	usage()
+	return "", fmt.Errorf("too many arguments: %q", args)
+}
+
+// Release frees a tool's verbs objects in libibverbs' order, QPs before
+// the MR before the device; nil QPs and MR are skipped. Errors are
+// ignored: the tool is ending, with the error that ended it if any.
+func Release(dev *verbs.Device, mr *verbs.MR, qps ...*verbs.QP) {
+	for _, qp := range qps {
+		if qp != nil {
+			qp.Close()
+		}
+	}
+	if mr != nil {
+		mr.Close()
+	}
+	dev.Close()
+}

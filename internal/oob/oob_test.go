@@ -60,3 +60,21 @@ func TestOpenDeviceTaken(t *testing.T) {
 		t.Errorf("second device on %v: %v", d.Addr(), err)
 	}
 }
+
+func TestServerHost(t *testing.T) {
+	for _, c := range []struct {
+		args      []string
+		host      string
+		wantUsage bool
+	}{
+		{nil, "", false},
+		{[]string{"10.0.0.2"}, "10.0.0.2", false},
+		{[]string{"a", "b"}, "", true},
+	} {
+		usage := false
+		host, err := ServerHost(c.args, func() { usage = true })
+		if host != c.host || usage != c.wantUsage || (err != nil) != c.wantUsage {
+			t.Errorf("ServerHost(%q) = %q, %v, usage %v", c.args, host, err, usage)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/goverbs/goverbs/internal/oob"
 	"github.com/goverbs/goverbs/internal/toolflag"
 	"github.com/goverbs/goverbs/verbs"
 )
@@ -34,7 +35,7 @@ const (
 )
 
 // Config holds one run's options: perftest's names and defaults
-// (CONNECT.md §2.2), after perftest's own adjustments.
+// (doc/tools.md §2.2), after perftest's own adjustments.
 type Config struct {
 	Test Test
 	Prog string // the tool name, for messages
@@ -134,13 +135,8 @@ func ParseArgs(prog string, args []string, stderr io.Writer) (Config, error) {
 	if err != nil {
 		return c, err
 	}
-	switch len(hosts) {
-	case 0:
-	case 1:
-		c.Server = hosts[0]
-	default:
-		fs.Usage()
-		return c, fmt.Errorf("too many arguments: %q", hosts)
+	if c.Server, err = oob.ServerHost(hosts, fs.Usage); err != nil {
+		return c, err
 	}
 	return c, c.check(set, connType)
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // KeySize is the length of the key message in its GID form, which RoCE
-// always uses: 107 characters and a NUL (CONNECT.md §2.4).
+// always uses: 107 characters and a NUL (doc/tools.md §2.4).
 const KeySize = 108
 
 // Dest is one QP's key message: what the peer needs to reach it.
@@ -38,7 +38,7 @@ func (d *Dest) Marshal() [KeySize]byte {
 // ErrKey reports a malformed key message.
 var ErrKey = errors.New("malformed perftest key message")
 
-// Field offsets and widths of the key message (CONNECT.md §2.4).
+// Field offsets and widths of the key message (doc/tools.md §2.4).
 var keyFields = []struct{ off, width int }{
 	{0, 4}, {5, 4}, {10, 6}, {17, 6}, {24, 8}, {33, 16},
 }

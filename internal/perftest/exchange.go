@@ -1,5 +1,5 @@
 // Package perftest speaks the TCP control channel of linux-rdma/perftest
-// 4.5 (ib_write_bw and friends; CONNECT.md §2): version, buffer and MTU
+// 4.5 (ib_write_bw and friends; doc/tools.md §2): version, buffer and MTU
 // negotiation, the per-QP key message, the report exchange, and the
 // result lines those tools print.
 package perftest
@@ -16,7 +16,7 @@ import (
 
 // Version is the perftest version announced: Debian 12's perftest 4.5-0.17
 // says 6.06. Peers from 5.70 on accept it, and below 6.28 nobody sends the
-// raw-struct negotiation message (CONNECT.md §2.1).
+// raw-struct negotiation message (doc/tools.md §2.1).
 const Version = "6.06"
 
 // minPeerVersion is the oldest version perftest talks to.
@@ -30,7 +30,7 @@ const (
 
 // Conn is one side of the control channel. Every item goes both ways:
 // the client writes its copy first and then reads the server's, the
-// server reads first and then writes (CONNECT.md §2.3). Each copy is one
+// server reads first and then writes (doc/tools.md §2.3). Each copy is one
 // write of a fixed size.
 type Conn struct {
 	rw     io.ReadWriter
@@ -68,7 +68,7 @@ type Setup struct {
 }
 
 // Prefix runs the common prefix of every test: version, cycle buffer,
-// cache line and MTU (CONNECT.md §2.3, items V, Y1, Y2, M). mtu is this
+// cache line and MTU (doc/tools.md §2.3, items V, Y1, Y2, M). mtu is this
 // side's IB MTU enum; the result is the smaller of both.
 func (c *Conn) Prefix(mtu int) (Setup, error) {
 	var s Setup
@@ -122,7 +122,7 @@ func (c *Conn) Handshake(mine *Dest) (Dest, error) {
 	return ParseDest(in[:])
 }
 
-// Report is what a BW client sends the server after the test (CONNECT.md
+// Report is what a BW client sends the server after the test (doc/tools.md
 // §2.8); the server prints the client's numbers.
 type Report struct {
 	Size, Iters            uint64

@@ -22,7 +22,7 @@ func TestKeyMessageLayout(t *testing.T) {
 	if string(b[:]) != want {
 		t.Fatalf("key message\n got %q\nwant %q", b, want)
 	}
-	// The offsets of CONNECT.md §2.4.
+	// The offsets of doc/tools.md §2.4.
 	for off, c := range map[int]byte{4: ':', 9: ':', 16: ':', 23: ':', 32: ':', 49: ':', 52: ':', 97: ':', 106: ':', 107: 0} {
 		if b[off] != c {
 			t.Errorf("byte %d is %q, want %q", off, b[off], c)

@@ -20,7 +20,7 @@ func WriteBWHeader(w io.Writer, gbits bool) {
 	fmt.Fprintf(w, " #bytes     #iterations    BW peak[%s]    BW average[%s]   MsgRate[Mpps]\n", unit, unit)
 }
 
-// WriteBWLine prints one data line (REPORT_FMT, CONNECT.md §2.8): size
+// WriteBWLine prints one data line (REPORT_FMT, doc/tools.md §2.8): size
 // left-justified in 7, iterations in 10, peak and average with 2
 // decimals, two TABs and three spaces (perftest up to 6.26), the message
 // rate with 6 decimals. The bandwidths are in the report's unit already;

@@ -12,7 +12,7 @@ import (
 )
 
 // Run performs one perftest run: the control-channel sequence of the test
-// (CONNECT.md §2.5), the measurement, and the output of the C tool.
+// (doc/tools.md §2.5), the measurement, and the output of the C tool.
 // Failures are returned; the caller prints them and exits 1.
 func Run(cfg Config, stdout io.Writer) error {
 	c, err := oob.Connect(cfg.Server, cfg.Port, func() { printBanner(stdout) })

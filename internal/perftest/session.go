@@ -15,7 +15,7 @@ import (
 // session is one run's RDMA resources: a device, -q RC QPs sharing a send
 // and a receive CQ, and one buffer of 2·q regions of BUFF bytes: QP i
 // sends from (or reads into) region i, and the peer targets region q+i,
-// the address QP i advertises (CONNECT.md §2.7).
+// the address QP i advertises (doc/tools.md §2.7).
 type session struct {
 	cfg   *Config
 	dev   *verbs.Device
@@ -74,7 +74,7 @@ func openSession(cfg *Config, c net.Conn, cycleBuffer int) (*session, error) {
 }
 
 // outReads is what this side's responder accepts at once: READ and atomic
-// tests offer -o or the device maximum, the others 1 (CONNECT.md §2.4).
+// tests offer -o or the device maximum, the others 1 (doc/tools.md §2.4).
 func (s *session) outReads() int {
 	if !s.cfg.Test.Verb.readLike() {
 		return 1
@@ -130,7 +130,7 @@ func (s *session) alloc(cycleBuffer int) error {
 	return nil
 }
 
-// qpAccess is what the peer may do through the QP (CONNECT.md §2.6).
+// qpAccess is what the peer may do through the QP (doc/tools.md §2.6).
 func qpAccess(v Verb) verbs.AccessFlags {
 	switch v {
 	case Read:
@@ -144,7 +144,7 @@ func qpAccess(v Verb) verbs.AccessFlags {
 }
 
 // connect moves every QP to RTR towards the peer's QP of the same index
-// and, when rts is set, on to RTS, with perftest's attributes (CONNECT.md
+// and, when rts is set, on to RTS, with perftest's attributes (doc/tools.md
 // §2.6). perftest compares the GID types of the first QPs only.
 func (s *session) connect(rts bool) error {
 	if isMapped(s.rem[0].GID) != isMapped(s.my[0].GID) {
@@ -188,13 +188,7 @@ func isMapped(g [16]byte) bool {
 }
 
 func (s *session) close() {
-	for _, qp := range s.qps {
-		qp.Close()
-	}
-	if s.mr != nil {
-		s.mr.Close()
-	}
-	s.dev.Close()
+	oob.Release(s.dev, s.mr, s.qps...)
 	if s.buf != nil {
 		s.buf.Close()
 	}

@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/goverbs/goverbs/internal/oob"
 	"github.com/goverbs/goverbs/internal/toolflag"
 	"github.com/goverbs/goverbs/verbs"
 )
 
-// Config holds ibv_rc_pingpong's options (CONNECT.md §1.1) plus goverbs'
+// Config holds ibv_rc_pingpong's options (doc/tools.md §1.1) plus goverbs'
 // RoCE address.
 type Config struct {
 	Port    int    // -p: TCP port
@@ -51,13 +52,8 @@ func ParseArgs(prog string, args []string, stderr io.Writer) (Config, error) {
 	if err != nil {
 		return c, err
 	}
-	switch len(hosts) {
-	case 0:
-	case 1:
-		c.Server = hosts[0]
-	default:
-		fs.Usage()
-		return c, fmt.Errorf("too many arguments: %q", hosts)
+	if c.Server, err = oob.ServerHost(hosts, fs.Usage); err != nil {
+		return c, err
 	}
 	if c.Port < 0 || c.Port > 65535 {
 		return c, fmt.Errorf("invalid port %d", c.Port)

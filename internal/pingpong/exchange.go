@@ -12,7 +12,7 @@ import (
 )
 
 // dest is what each side of ibv_rc_pingpong tells the other over TCP
-// (CONNECT.md §1.2): LID, QP number, first PSN and GID.
+// (doc/tools.md §1.2): LID, QP number, first PSN and GID.
 type dest struct {
 	lid uint16
 	qpn uint32

@@ -1,6 +1,6 @@
 // Package pingpong is the goverbs counterpart of rdma-core's
 // ibv_rc_pingpong: the same options, the same TCP exchange of QP number,
-// PSN and GID (CONNECT.md §1), the same RC ping-pong of SENDs and the same
+// PSN and GID (doc/tools.md §1), the same RC ping-pong of SENDs and the same
 // output, so it can stand on either side of a connection with the C tool.
 package pingpong
 
@@ -119,15 +119,7 @@ func (s *session) fail(msg string, err error) error {
 	return errors.New(msg)
 }
 
-func (s *session) close() {
-	if s.qp != nil {
-		s.qp.Close()
-	}
-	if s.mr != nil {
-		s.mr.Close()
-	}
-	s.dev.Close()
-}
+func (s *session) close() { oob.Release(s.dev, s.mr, s.qp) }
 
 func printDest(w io.Writer, label string, d *dest) {
 	fmt.Fprintf(w, "%s LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", label, d.lid, d.qpn, d.psn, d.gid)
@@ -143,7 +135,7 @@ func printResult(w io.Writer, bytes int64, iters int, usec int64) {
 	fmt.Fprintf(w, "%d iters in %.2f seconds = %.2f usec/iter\n", iters, float64(t)/1e6, t/float32(iters))
 }
 
-// exchange swaps address messages (CONNECT.md §1.2) and connects the QP:
+// exchange swaps address messages (doc/tools.md §1.2) and connects the QP:
 // the server before it answers, the client after "done".
 func (s *session) exchange(c net.Conn, my *dest) (dest, error) {
 	buf := make([]byte, msgSize)
@@ -184,7 +176,7 @@ func (s *session) exchange(c net.Conn, my *dest) (dest, error) {
 }
 
 // connect moves the QP to RTR and RTS with rc_pingpong's attributes
-// (CONNECT.md §1.3).
+// (doc/tools.md §1.3).
 func (s *session) connect(my, rem *dest) error {
 	if rem.gid.IsZero() {
 		return errors.New("Failed to modify QP to RTR: the peer sent no GID (run the C tool with -g)")
@@ -235,7 +227,7 @@ func (s *session) postSend() error {
 		SGList: []verbs.SGE{s.mr.SGE(0, s.cfg.Size)}})
 }
 
-// pingpong runs the exchange loop of rc_pingpong (CONNECT.md §1.4) and
+// pingpong runs the exchange loop of rc_pingpong (doc/tools.md §1.4) and
 // prints its two result lines.
 func (s *session) pingpong(stdout io.Writer) error {
 	cfg := s.cfg

@@ -17,7 +17,7 @@ import (
 )
 
 func TestAddressMessage(t *testing.T) {
-	// The example of CONNECT.md §1.2.
+	// The example of doc/tools.md §1.2.
 	d := dest{qpn: 0x11, psn: 0xabcdef, gid: verbs.GIDFromAddr(netip.MustParseAddr("10.77.0.2"))}
 	want := "0000:000011:abcdef:00000000000000000000ffff0a4d0002\x00"
 	if got := string(d.marshal()); got != want || len(got) != msgSize {

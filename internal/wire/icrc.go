@@ -24,7 +24,7 @@ const (
 )
 
 // Envelope holds the IP and UDP header fields of a RoCEv2 datagram that the
-// ICRC covers (ROCEV2.md §4.1). Fields the ICRC masks (TOS, TTL, IP checksum,
+// ICRC covers (doc/protocol.md §4.1). Fields the ICRC masks (TOS, TTL, IP checksum,
 // traffic class, flow label, hop limit, UDP checksum) are not here, and the
 // lengths are derived from the transport packet.
 //
@@ -49,7 +49,7 @@ const pseudoMax = 8 + ipv6HeaderSize + udpHeaderSize + BTHSize
 
 // ICRC returns the invariant CRC of a RoCEv2 transport packet whose bytes
 // from the BTH through the pad are b (no trailer), carried in the datagram e
-// describes (IBA Annex A17.3.3; ROCEV2.md §4). It is CRC-32 (IEEE) over eight
+// describes (IBA Annex A17.3.3; doc/protocol.md §4). It is CRC-32 (IEEE) over eight
 // 0xFF bytes standing in for the LRH, the IP and UDP headers and the BTH with
 // their variant fields set to all ones, then the rest of b.
 func ICRC(e *Envelope, b []byte) uint32 {

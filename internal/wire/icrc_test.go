@@ -35,7 +35,7 @@ func TestICRCReferenceVectors(t *testing.T) {
 }
 
 // TestICRCMasks changes each field the ICRC masks and each field it covers,
-// and checks that only the covered ones change the CRC (ROCEV2.md §4.2).
+// and checks that only the covered ones change the CRC (doc/protocol.md §4.1).
 func TestICRCMasks(t *testing.T) {
 	e, p := splitIPv4(t, unhex(t, vectorRCSend))
 	base := p.ComputeICRC(&e)

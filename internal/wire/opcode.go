@@ -65,7 +65,7 @@ const (
 
 // Header identifies one extended transport header. The order of the
 // constants is the order in which headers follow the BTH (IBA 9.2, and
-// ROCEV2.md §3.1: DETH → RETH → ImmDt, FETH → RETH, AETH → AtomicAckETH).
+// doc/protocol.md §3.1: DETH → RETH → ImmDt, FETH → RETH, AETH → AtomicAckETH).
 type Header uint8
 
 // Extended transport headers.
@@ -193,7 +193,7 @@ const (
 )
 
 // connectedSpecs are the SEND and RDMA WRITE opcodes, shared by RC and UC
-// (ROCEV2.md §3.2); the operation code is added to the transport base.
+// (doc/protocol.md §3.2); the operation code is added to the transport base.
 var connectedSpecs = []opSpec{
 	{0x00, "SEND_FIRST", 0, sendReq | OpFirst | OpConsumesRecv},
 	{0x01, "SEND_MIDDLE", 0, sendReq | OpMiddle},

@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// specOpcode is one row of ROCEV2.md §3.2, typed from the document: the
-// computed table must agree with it.
+// specOpcode is one row of the specification's opcode list (IBA 9.2.1 and
+// the header sets of IBA 9.3; doc/protocol.md §3), typed by hand: the computed
+// table must agree with it.
 type specOpcode struct {
 	op      Opcode
 	name    string

@@ -18,7 +18,7 @@ type Packet []byte
 // Validate checks, before reading anything else, that p is long enough for a
 // BTH and ICRC, that the opcode is known, that the transport version is 0,
 // that the opcode's headers fit, and that the pad count is consistent with
-// the payload (ROCEV2.md §1.6 items 4–5 and §5.3; IBA 9.2). It does
+// the payload (doc/protocol.md §1.4 item 1 and §5.3; IBA 9.2). It does
 // not check the ICRC, which needs the envelope: see [Packet.CheckICRC].
 func (p Packet) Validate() error {
 	if len(p) < BTHSize+ICRCSize {
@@ -99,7 +99,7 @@ func (p Packet) Payload() []byte {
 }
 
 // ICRC returns the ICRC trailer. It is stored least-significant byte first
-// (ROCEV2.md §4.3).
+// (doc/protocol.md §4.2).
 func (p Packet) ICRC() uint32 { return binary.LittleEndian.Uint32(p[len(p)-ICRCSize:]) }
 
 // ComputeICRC returns the ICRC p should carry inside the datagram e describes.

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/goverbs/goverbs/internal/capture"
+	"github.com/goverbs/goverbs/internal/capture/pcapread"
 	"github.com/goverbs/goverbs/internal/wire"
 )
 
@@ -65,7 +65,7 @@ func TestRxeCaptures(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			r, err := capture.NewReader(f)
+			r, err := pcapread.NewReader(f)
 			if err != nil {
 				t.Fatal(err)
 			}

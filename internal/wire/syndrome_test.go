@@ -40,7 +40,7 @@ func TestSyndromeEncoding(t *testing.T) {
 }
 
 func TestCreditCodes(t *testing.T) {
-	// IBA table 44, as listed in ROCEV2.md §7.1.
+	// IBA 9.7.7.2.4, table 44 (doc/protocol.md §7.1).
 	want := map[CreditCode]int{0: 0, 1: 1, 4: 4, 5: 6, 7: 12, 0x0e: 128, 0x0f: 192, 0x10: 256, 0x15: 1536, 0x1e: 32768}
 	for c, n := range want {
 		if got, ok := ACKSyndrome(c).CreditCode().Credits(); !ok || got != n {
@@ -61,7 +61,7 @@ func TestCreditCodes(t *testing.T) {
 }
 
 func TestRNRTimerTable(t *testing.T) {
-	// ROCEV2.md §7.1, in microseconds.
+	// IBA 9.7.5.2.8, table 45 (doc/protocol.md §8.2), in microseconds.
 	want := map[RNRTimer]time.Duration{0: 655360, 1: 10, 2: 20, 5: 60, 12: 640, 14: 1280, 18: 5120, 25: 61440, 31: 491520}
 	for code, us := range want {
 		if got := code.Duration(); got != us*time.Microsecond {
@@ -75,25 +75,5 @@ func TestRNRTimerTable(t *testing.T) {
 	}
 	if RNRTimer(32+12).Duration() != RNRTimer(12).Duration() {
 		t.Error("RNR code beyond 5 bits not masked")
-	}
-}
-
-func TestLocalACKTimeout(t *testing.T) {
-	for _, tc := range []struct {
-		t    uint8
-		want time.Duration
-		ok   bool
-	}{
-		{0, 0, true}, // disabled
-		{1, 8192 * time.Nanosecond, true},
-		{8, 1048576 * time.Nanosecond, true},
-		{14, 67108864 * time.Nanosecond, true}, // ≈67 ms, the common choice
-		{31, 4096 << 31 * time.Nanosecond, true},
-		{32, 0, false},
-	} {
-		got, ok := LocalACKTimeout(tc.t)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("LocalACKTimeout(%d) = %v, %v; want %v, %v", tc.t, got, ok, tc.want, tc.ok)
-		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// Reference datagrams (IPv4 header onwards) from ROCEV2.md §4.4.
+// Reference datagrams (IPv4 header onwards) from doc/protocol.md §4.4.
 var (
 	// Example A: a CNP captured from a ConnectX-4 Lx (scapy's roce.uts).
 	vectorCNP = "45c2003c718c400040119161 0a001101 0a001201 000012b700280000" +
