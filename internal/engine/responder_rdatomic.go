@@ -68,6 +68,7 @@ func (qp *QP) streamRead(budget int) int {
 		if h := p.AETH(); h != nil {
 			h.Encode(&wire.AETHFields{Syndrome: wire.ACKSyndrome(wire.CreditsUnlimited), MSN: qp.resp.msn})
 		}
+		crc := p.StartICRC(&qp.env)
 		if size > 0 {
 			ref, fault := qp.dev.mrs.Acquire(mem.Key(r.rkey), qp.pd, r.va+uint64(r.off), uint64(size), mem.RemoteRead)
 			if fault != mem.FaultNone {
@@ -76,10 +77,11 @@ func (qp *QP) streamRead(budget int) int {
 				qp.respFail(errRemoteAccess, r.reqPSN)
 				return n
 			}
-			copy(p.Payload(), ref.Bytes())
+			crc.Copy(p.Payload(), ref.Bytes())
 			ref.Release()
 		}
-		qp.xmit.queue(qp, p)
+		p.SealICRCState(crc)
+		qp.xmit.queueSealed(qp, p)
 		r.off += size
 		r.started = true
 		r.psn = r.psn.Next()
