@@ -2,7 +2,7 @@ package wire
 
 import (
 	"fmt"
-	"strconv"
+	"net/netip"
 	"testing"
 )
 
@@ -61,16 +61,25 @@ func BenchmarkBuild(b *testing.B) {
 	}
 }
 
+// BenchmarkICRC computes the ICRC of SEND packets from an empty one (the
+// pseudo-header and BTH alone) to a 4 KiB payload, over IPv4 and IPv6.
 func BenchmarkICRC(b *testing.B) {
-	for _, n := range []int{0, 256, 1024, 4096} {
-		p := benchPacket(b, RCSendOnly, n)
-		b.Run(strconv.Itoa(n), func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(p)))
-			for b.Loop() {
-				sink += uint64(p.ComputeICRC(&testEnvelope))
-			}
-		})
+	v6 := Envelope{Src: netip.MustParseAddr("fd00::1"), Dst: netip.MustParseAddr("fd00::2"),
+		SrcPort: 0xc001, DstPort: UDPPort}
+	for _, env := range []struct {
+		name string
+		e    *Envelope
+	}{{"ipv4", &testEnvelope}, {"ipv6", &v6}} {
+		for _, n := range []int{0, 8, 256, 1024, 4096} {
+			p := benchPacket(b, RCSendOnly, n)
+			b.Run(fmt.Sprintf("%s/%d", env.name, n), func(b *testing.B) {
+				b.ReportAllocs()
+				b.SetBytes(int64(len(p)))
+				for b.Loop() {
+					sink += uint64(p.ComputeICRC(env.e))
+				}
+			})
+		}
 	}
 }
 
