@@ -67,8 +67,18 @@ type ICRCState struct {
 
 // Write adds b to the CRC. It never fails and does not allocate.
 func (s *ICRCState) Write(b []byte) {
+	if len(b) < clmulMin {
+		s.crc = ^slicing8(^s.crc, b)
+		return
+	}
 	s.crc = crc32.Update(s.crc, crc32.IEEETable, b)
 }
+
+// clmulMin is the length from which hash/crc32 folds with carry-less
+// multiplication on amd64 (and arm64); below it, it runs slicing-by-8 or a
+// byte loop behind a sync.Once and an indirect call, so short pieces (ACK
+// headers, small payloads, pads) are cheaper here.
+const clmulMin = 64
 
 // Copy copies src into dst as the built-in copy does and adds the bytes
 // copied to the CRC. It reads them from src before copying, so a source not
