@@ -84,7 +84,7 @@ func BenchmarkICRC(b *testing.B) {
 }
 
 // TestZeroAllocations holds the codec's budget: parsing, building and the
-// ICRC allocate nothing.
+// ICRC, whole or piece by piece, allocate nothing.
 func TestZeroAllocations(t *testing.T) {
 	p := benchPacket(t, RCWriteFirst, 1024)
 	bad := append(Packet(nil), p[:20]...)
@@ -100,6 +100,12 @@ func TestZeroAllocations(t *testing.T) {
 			q.RETH().Encode(&RETHFields{VA: 1, RKey: 2, DMALength: 3})
 			copy(q.Payload(), payload)
 			q.SealICRC(&testEnvelope)
+		},
+		"seal while copying": func() {
+			q, _ := NewPacket(buf, 64, &f, len(payload))
+			crc := q.StartICRC(&testEnvelope)
+			crc.Copy(q.Payload(), payload)
+			q.SealICRCState(crc)
 		},
 	} {
 		if n := testing.AllocsPerRun(100, fn); n != 0 {
