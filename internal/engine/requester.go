@@ -201,14 +201,16 @@ func (qp *QP) sendSegment(w *sendWQE, f *wire.BTHFields) bool {
 	if h := p.ImmDt(); h != nil {
 		h.SetImm(w.imm)
 	}
+	crc := p.StartICRC(&qp.env)
 	if w.flags&ib.SendInline != 0 {
-		copy(p.Payload(), w.inline[w.sent:w.sent+n])
-	} else if fault := qp.copySGEs(w.sge, w.sent, p.Payload(), false); fault != mem.FaultNone {
+		crc.Copy(p.Payload(), w.inline[w.sent:w.sent+n])
+	} else if fault := qp.gatherSGEs(w.sge, w.sent, p.Payload(), &crc); fault != mem.FaultNone {
 		qp.xmit.abort()
 		w.state, w.status = wqeFailed, compErrors[compLocalProt].status
 		return false
 	}
-	qp.xmit.queue(qp, p)
+	p.SealICRCState(crc)
+	qp.xmit.queueSealed(qp, p)
 	qp.req.psn = qp.req.psn.Next()
 	w.sent += n
 	if w.sent == w.length {

@@ -64,6 +64,7 @@ func (qp *QP) streamRead(budget int) int {
 		if h := p.AETH(); h != nil {
 			h.Encode(&wire.AETHFields{Syndrome: wire.ACKSyndrome(wire.CreditsUnlimited), MSN: qp.resp.msn})
 		}
+		crc := p.StartICRC(&qp.env)
 		if size > 0 {
 			ref, o := qp.remote(r.rkey, r.va+uint64(r.off), size, ib.AccessRemoteRead)
 			if o != respDone {
@@ -75,10 +76,11 @@ func (qp *QP) streamRead(budget int) int {
 				}
 				return n
 			}
-			copy(p.Payload(), ref.Bytes())
+			crc.Copy(p.Payload(), ref.Bytes())
 			ref.Release()
 		}
-		qp.xmit.queue(qp, p)
+		p.SealICRCState(crc)
+		qp.xmit.queueSealed(qp, p)
 		r.off += size
 		r.started = true
 		r.psn = r.psn.Next()

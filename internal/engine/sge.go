@@ -3,6 +3,7 @@ package engine
 import (
 	"github.com/goverbs/goverbs/internal/ib"
 	"github.com/goverbs/goverbs/internal/mem"
+	"github.com/goverbs/goverbs/internal/wire"
 )
 
 // copySGEs copies between p and the memory an SGE list describes, starting
@@ -11,6 +12,18 @@ import (
 // allowed). Every SGE is checked against the MR table with the QP's PD.
 // It returns mem.FaultBounds if the list is shorter than off+len(p).
 func (qp *QP) copySGEs(sges []SGE, off uint32, p []byte, write bool) mem.Fault {
+	return qp.moveSGEs(sges, off, p, write, nil)
+}
+
+// gatherSGEs copies out of the SGEs into p, a packet's payload, as
+// copySGEs does, and adds the bytes to the packet's ICRC from the region
+// itself before each copy (see wire.ICRCState.Copy): the requester's one
+// pass over the payload besides the copy.
+func (qp *QP) gatherSGEs(sges []SGE, off uint32, p []byte, crc *wire.ICRCState) mem.Fault {
+	return qp.moveSGEs(sges, off, p, false, crc)
+}
+
+func (qp *QP) moveSGEs(sges []SGE, off uint32, p []byte, write bool, crc *wire.ICRCState) mem.Fault {
 	need := ib.AccessFlags(0)
 	if write {
 		need = ib.AccessLocalWrite
@@ -29,9 +42,12 @@ func (qp *QP) copySGEs(sges []SGE, off uint32, p []byte, write bool) mem.Fault {
 		if f != mem.FaultNone {
 			return f
 		}
-		if write {
+		switch {
+		case write:
 			copy(ref.Bytes(), p[:n])
-		} else {
+		case crc != nil:
+			crc.Copy(p[:n], ref.Bytes())
+		default:
 			copy(p[:n], ref.Bytes())
 		}
 		ref.Release()

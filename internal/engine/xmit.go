@@ -46,6 +46,14 @@ func (x *xmitBatch) start(qp *QP, f *wire.BTHFields, payloadLen int) wire.Packet
 // queue seals p and adds it to the batch.
 func (x *xmitBatch) queue(qp *QP, p wire.Packet) {
 	p.SealICRC(&qp.env)
+	x.queueSealed(qp, p)
+}
+
+// queueSealed adds p, whose ICRC the caller wrote, to the batch. Packets
+// with a payload from memory are sealed from a wire.ICRCState run over the
+// region while copying (gatherSGEs), so the payload is read once besides
+// the copy.
+func (x *xmitBatch) queueSealed(qp *QP, p wire.Packet) {
 	x.msgs[x.n] = conn.Message{Buf: p, Addr: *qp.peer.Load()}
 	x.n++
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"net/netip"
+	"runtime"
 )
 
 // ICRCSize is the length of the invariant CRC trailer.
@@ -44,24 +45,98 @@ type Envelope struct {
 // IPv4 reports whether the envelope describes an IPv4 datagram.
 func (e *Envelope) IPv4() bool { return e.Src.Unmap().Is4() }
 
-// pseudoMax is the longest masked prefix: pseudo-LRH, IPv6, UDP, BTH.
-const pseudoMax = 8 + ipv6HeaderSize + udpHeaderSize + BTHSize
-
 // ICRC returns the invariant CRC of a RoCEv2 transport packet whose bytes
 // from the BTH through the pad are b (no trailer), carried in the datagram e
 // describes (IBA Annex A17.3.3; doc/protocol.md §4). It is CRC-32 (IEEE) over eight
 // 0xFF bytes standing in for the LRH, the IP and UDP headers and the BTH with
 // their variant fields set to all ones, then the rest of b.
 func ICRC(e *Envelope, b []byte) uint32 {
-	var buf [pseudoMax]byte
-	for i := range 8 {
-		buf[i] = 0xff
+	bth := min(len(b), BTHSize)
+	s := startICRC(e, b[:bth], len(b))
+	s.Write(b[bth:])
+	return s.Sum()
+}
+
+// ICRCState is an ICRC being computed piece by piece, so that a sender can
+// run it over the payload where the payload lives (a memory region) instead
+// of over the packet buffer after copying. Start it with
+// [Packet.StartICRC], Write the payload bytes in order, and end with
+// [Packet.SealICRCState].
+type ICRCState struct {
+	crc uint32 // in hash/crc32's form: final XOR applied
+}
+
+// Write adds b to the CRC. It never fails and does not allocate.
+func (s *ICRCState) Write(b []byte) {
+	if runtime.GOARCH == "amd64" && len(b) < clmulMin {
+		s.crc = ^slicing8(^s.crc, b)
+		return
 	}
-	n := 8
-	udpLen := udpHeaderSize + len(b) + ICRCSize
+	s.crc = crc32.Update(s.crc, crc32.IEEETable, b)
+}
+
+// clmulMin is the length from which hash/crc32 folds with carry-less
+// multiplication on amd64; below it, it runs slicing-by-8 or a byte loop
+// behind a sync.Once and an indirect call, so short pieces (ACK headers,
+// small payloads, pads) are cheaper folded here. Elsewhere hash/crc32 may
+// use CRC instructions (arm64) and takes every piece.
+const clmulMin = 64
+
+// Copy copies src into dst as the built-in copy does and adds the bytes
+// copied to the CRC. It reads them from src before copying, so a source not
+// in cache is fetched once, by the CRC, and the copy reads it from cache.
+// Sealing a 4 KiB packet this way measured about 15 % faster than copying
+// first and running the CRC over the copy when the region was not in
+// cache, and 2 % faster when it was (the two modes of BenchmarkGather,
+// timed alternately packet by packet).
+func (s *ICRCState) Copy(dst, src []byte) int {
+	src = src[:min(len(dst), len(src))]
+	s.Write(src)
+	return copy(dst, src)
+}
+
+// Sum returns the CRC of everything written so far.
+func (s *ICRCState) Sum() uint32 { return s.crc }
+
+// StartICRC begins the ICRC of p inside the datagram e describes: it covers
+// the masked pseudo-header and p's BTH and extended headers, so fill those
+// before. The caller then writes exactly the payload, len(p.Payload())
+// bytes, and seals with [Packet.SealICRCState], which adds the pad. p must
+// hold at least a BTH and a trailer (as [NewPacket] builds).
+func (p Packet) StartICRC(e *Envelope) ICRCState {
+	s := startICRC(e, p[:BTHSize], len(p)-ICRCSize)
+	s.Write(p[BTHSize:p.Info().HeaderLen])
+	return s
+}
+
+// SealICRCState adds the pad to s and writes the result into the trailer.
+// With s started by [Packet.StartICRC] and fed the payload, the trailer is
+// the same as [Packet.SealICRC] writes.
+func (p Packet) SealICRCState(s ICRCState) {
+	end := len(p) - ICRCSize
+	s.Write(p[end-BTH(p).PadCount() : end])
+	binary.LittleEndian.PutUint32(p[end:], s.Sum())
+}
+
+// startICRC covers the pseudo-header and bth, the first bytes of a
+// transport packet of n bytes without trailer. bth is BTHSize bytes except
+// in a packet too short to hold one.
+//
+// The masked prefix is assembled in a stack buffer and folded here with
+// slicing-by-8: hash/crc32 would make the buffer escape to the heap (it
+// calls through a function value), and on inputs this short it runs the
+// same slicing-by-8 anyway. The eight 0xFF bytes of the pseudo-LRH, and for
+// IPv6 the masked version/class/flow word after them, are constant, so
+// the register after them is precomputed.
+func startICRC(e *Envelope, bth []byte, n int) ICRCState {
+	var buf [ipv6HeaderSize - 4 + udpHeaderSize + BTHSize]byte // 56 bytes
+	udpLen := udpHeaderSize + n + ICRCSize
 	src, dst := e.Src.As16(), e.Dst.As16()
+	var k int
+	var crc uint32
 	if e.IPv4() {
-		ip := buf[n : n+ipv4HeaderSize]
+		crc = icrcHead4
+		ip := buf[:ipv4HeaderSize]
 		ip[0] = 0x45
 		ip[1] = 0xff // TOS
 		binary.BigEndian.PutUint16(ip[2:], uint16(ipv4HeaderSize+udpLen))
@@ -72,33 +147,63 @@ func ICRC(e *Envelope, b []byte) uint32 {
 		ip[10], ip[11] = 0xff, 0xff // header checksum
 		copy(ip[12:16], src[12:])
 		copy(ip[16:20], dst[12:])
-		n += ipv4HeaderSize
+		k = ipv4HeaderSize
 	} else {
-		ip := buf[n : n+ipv6HeaderSize]
-		ip[0], ip[1], ip[2], ip[3] = 0x6f, 0xff, 0xff, 0xff // version, class, flow label
-		binary.BigEndian.PutUint16(ip[4:], uint16(udpLen))
-		ip[6] = protoUDP
-		ip[7] = 0xff // hop limit
-		copy(ip[8:24], src[:])
-		copy(ip[24:40], dst[:])
-		n += ipv6HeaderSize
+		// The first word, version 6, class and flow label masked to
+		// ones (0x6fffffff), is in icrcHead6.
+		crc = icrcHead6
+		ip := buf[:ipv6HeaderSize-4]
+		binary.BigEndian.PutUint16(ip[0:], uint16(udpLen))
+		ip[2] = protoUDP
+		ip[3] = 0xff // hop limit
+		copy(ip[4:20], src[:])
+		copy(ip[20:36], dst[:])
+		k = ipv6HeaderSize - 4
 	}
-	udp := buf[n : n+udpHeaderSize]
+	udp := buf[k : k+udpHeaderSize]
 	binary.BigEndian.PutUint16(udp[0:], e.SrcPort)
 	binary.BigEndian.PutUint16(udp[2:], e.DstPort)
 	binary.BigEndian.PutUint16(udp[4:], uint16(udpLen))
 	udp[6], udp[7] = 0xff, 0xff // checksum
-	n += udpHeaderSize
-	bth := copy(buf[n:], b[:min(len(b), BTHSize)])
-	if bth > bthECN {
-		buf[n+bthECN] = 0xff // FECN, BECN, resv6
+	k += udpHeaderSize
+	m := copy(buf[k:], bth)
+	if m > bthECN {
+		buf[k+bthECN] = 0xff // FECN, BECN, resv6
 	}
-	n += bth
-	// The prefix goes through the table byte by byte: handing the stack
-	// buffer to crc32.Update would make it escape to the heap.
-	crc := ^uint32(0)
-	for _, c := range buf[:n] {
-		crc = crc32.IEEETable[byte(crc)^c] ^ crc>>8
+	return ICRCState{^slicing8(crc, buf[:k+m])}
+}
+
+// icrcTab holds the slicing-by-8 tables of the reflected IEEE polynomial:
+// icrcTab[0] is crc32.IEEETable, and icrcTab[j][v] advances the register
+// by byte v followed by j zero bytes.
+var icrcTab = func() (t [8][256]uint32) {
+	t[0] = *crc32.IEEETable
+	for j := 1; j < 8; j++ {
+		for v := range 256 {
+			r := t[j-1][v]
+			t[j][v] = t[0][byte(r)] ^ r>>8
+		}
 	}
-	return crc32.Update(^crc, crc32.IEEETable, b[bth:])
+	return t
+}()
+
+// Registers (no final XOR) after the constant start of the pseudo-header.
+var (
+	icrcHead4 = slicing8(^uint32(0), []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	icrcHead6 = slicing8(icrcHead4, []byte{0x6f, 0xff, 0xff, 0xff})
+)
+
+// slicing8 advances the register crc (no final XOR) over b, eight bytes a
+// step.
+func slicing8(crc uint32, b []byte) uint32 {
+	t := &icrcTab
+	for ; len(b) >= 8; b = b[8:] {
+		crc ^= binary.LittleEndian.Uint32(b)
+		crc = t[0][b[7]] ^ t[1][b[6]] ^ t[2][b[5]] ^ t[3][b[4]] ^
+			t[4][crc>>24] ^ t[5][crc>>16&0xff] ^ t[6][crc>>8&0xff] ^ t[7][crc&0xff]
+	}
+	for _, c := range b {
+		crc = t[0][byte(crc)^c] ^ crc>>8
+	}
+	return crc
 }
