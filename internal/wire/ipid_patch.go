@@ -37,13 +37,12 @@ func solverForLen(n int) *ipidSolver {
 	return s
 }
 
-// delta returns L(id): the ICRC change between ID 0 and id.
+// delta returns L(id): the ICRC change between ID 0 and id. It is
+// branch-free: the bits of a sequence number would defeat the predictor.
 func (s *ipidSolver) delta(id uint16) uint32 {
 	var l uint32
-	for b := 0; id != 0; b, id = b+1, id>>1 {
-		if id&1 != 0 {
-			l ^= s.col[b]
-		}
+	for b := range 16 {
+		l ^= s.col[b] & -(uint32(id>>b) & 1)
 	}
 	return l
 }
