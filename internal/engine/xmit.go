@@ -8,15 +8,24 @@ import (
 // xmitBatch collects a turn's outgoing packets in pooled buffers and hands
 // them to the link in one Send. Retransmissions are rebuilt from the WQE
 // (go-back-N), so buffers are freed as soon as the link has them.
+//
+// A link that coalesces runs of equal-size packets into one send (UDP
+// GSO) gives them IPv4 IDs 0, 1, 2, …, which the ICRC covers: packets are
+// sealed for the QP's envelope (ID 0), and flush has the link plan the
+// IDs and reseals each packet for its own (conn.IPIDPlanner). A turn's
+// packets of one QP mostly have one size (MTU-sized middles, or equal
+// small messages), so they form long runs.
 type xmitBatch struct {
-	msgs []conn.Message
-	bufs []*pktBuf
-	n    int
+	msgs   []conn.Message
+	bufs   []*pktBuf
+	sealed []uint16 // sealed[i]: the IPv4 ID packet i's ICRC is for
+	n      int
 }
 
 func (x *xmitBatch) init(size int) {
 	x.msgs = make([]conn.Message, max(size, 1))
 	x.bufs = make([]*pktBuf, max(size, 1))
+	x.sealed = make([]uint16, max(size, 1))
 }
 
 // start lays out a packet in a fresh buffer of the batch, flushing first if
@@ -41,6 +50,7 @@ func (x *xmitBatch) start(qp *QP, f *wire.BTHFields, payloadLen int) wire.Packet
 func (x *xmitBatch) queue(qp *QP, p wire.Packet) {
 	p.SealICRC(&qp.env)
 	x.msgs[x.n] = conn.Message{Buf: p, Addr: *qp.peer.Load()}
+	x.sealed[x.n] = qp.env.IPID
 	x.n++
 }
 
@@ -60,12 +70,45 @@ func (x *xmitBatch) flush(qp *QP) {
 			t.record(&qp.env, x.msgs[i].Buf)
 		}
 	}
-	sent, err := qp.dev.bind.Send(x.msgs[:x.n])
+	sent, err := x.send(qp)
 	qp.dev.counters.add(SentPkts, uint64(sent))
 	if err != nil || sent < x.n {
 		qp.dev.counters.add(SendErr, uint64(x.n-sent))
 	}
 	x.discard()
+}
+
+// send hands the batch to the link, planned and resealed if the link
+// plans IPv4 IDs. If the link stops coalescing between plan and send
+// (conn.ErrReplan), the rest is planned again once: the link's fallback
+// is permanent, so a second plan holds.
+func (x *xmitBatch) send(qp *QP) (int, error) {
+	pl := qp.dev.planner
+	if pl == nil {
+		return qp.dev.bind.Send(x.msgs[:x.n])
+	}
+	sent := 0
+	for try := 0; ; try++ {
+		x.plan(pl, sent)
+		n, err := qp.dev.bind.Send(x.msgs[sent:x.n])
+		sent += n
+		if err != conn.ErrReplan || try > 0 {
+			return sent, err
+		}
+	}
+}
+
+// plan has the link plan the IDs of packets from, and reseals those whose
+// planned ID differs from the one they were sealed for. (Over IPv6 the
+// plan is all 0: there is no ID.)
+func (x *xmitBatch) plan(pl conn.IPIDPlanner, from int) {
+	pl.PlanIPIDs(x.msgs[from:x.n])
+	for i := from; i < x.n; i++ {
+		if id := x.msgs[i].IPID; id != x.sealed[i] {
+			wire.Packet(x.msgs[i].Buf).ResealIPID(x.sealed[i], id)
+			x.sealed[i] = id
+		}
+	}
 }
 
 // discard frees the batch's buffers without sending.
