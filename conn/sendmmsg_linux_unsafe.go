@@ -75,8 +75,7 @@ func (s *sendScratch) send(b *UDPBind, msgs []Message) (int, error) {
 		for _, c := range s.segs[:n] {
 			sent += c
 		}
-		switch {
-		case err != nil:
+		if err != nil {
 			// A failed call sent nothing: the error is the first
 			// msghdr's. If it was a GSO run the kernel would not
 			// segment, stop coalescing and have the rest replanned.
@@ -84,15 +83,10 @@ func (s *sendScratch) send(b *UDPBind, msgs []Message) (int, error) {
 				b.gso.Store(false)
 				return sent, ErrReplan
 			}
-			return sent, os.NewSyscallError("sendmmsg", err)
-		case n < k:
-			// sendmmsg stops before a failing datagram without an
-			// error; the next round resends from it and gets the error.
-			if n == 0 {
-				return sent, errNoProgress
-			}
-		case perr != nil:
-			return sent, perr
+			err = os.NewSyscallError("sendmmsg", err)
+		}
+		if err := roundErr(k, n, err, perr); err != nil {
+			return sent, err
 		}
 	}
 	return sent, nil

@@ -225,6 +225,23 @@ func (b *UDPBind) Send(msgs []Message) (int, error) {
 	return n, err
 }
 
+// roundErr is the error Send stops with after one sendmmsg of k entries
+// sent n: the call's own error; errNoProgress if it sent nothing without
+// one; none if it stopped early (sendmmsg stops before a failing datagram
+// without an error, and the next round resends from it and gets the
+// error); else perr, the reason packing stopped before the end.
+func roundErr(k, n int, err, perr error) error {
+	switch {
+	case err != nil:
+		return err
+	case n == 0 && k > 0:
+		return errNoProgress
+	case n < k:
+		return nil
+	}
+	return perr
+}
+
 // Offload reports whether the bind coalesces sends (GSO) and receives
 // (GRO) now.
 func (b *UDPBind) Offload() (gso, gro bool) { return b.gso.Load(), b.rx.groOn() }

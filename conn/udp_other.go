@@ -98,17 +98,8 @@ func (s *sendScratch) send(b *UDPBind, msgs []Message) (int, error) {
 		}
 		s.clear(k)
 		sent += n
-		switch {
-		case err != nil:
+		if err := roundErr(k, n, err, perr); err != nil {
 			return sent, err
-		case n < k:
-			// sendmmsg stops before a failing datagram without an
-			// error; the next round resends from it and gets the error.
-			if n == 0 {
-				return sent, errNoProgress
-			}
-		case perr != nil:
-			return sent, perr
 		}
 	}
 	return sent, nil

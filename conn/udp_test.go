@@ -20,7 +20,12 @@ var (
 
 func listen(t testing.TB, laddr netip.AddrPort) *UDPBind {
 	t.Helper()
-	b, err := ListenUDP(laddr)
+	return listenWith(t, laddr, UDPOptions{})
+}
+
+func listenWith(t testing.TB, laddr netip.AddrPort, opts UDPOptions) *UDPBind {
+	t.Helper()
+	b, err := ListenUDPWith(laddr, opts)
 	if err != nil {
 		if laddr.Addr().Is6() {
 			t.Skipf("no IPv6 loopback: %v", err)
