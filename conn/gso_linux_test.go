@@ -157,12 +157,19 @@ func TestGSOUnplannedSentAlone(t *testing.T) {
 	for i := range send {
 		send[i] = Message{Buf: payload(i, 1000), Addr: b.LocalAddr()}
 	}
-	if n, err := a.Send(send); n != len(send) || err != nil {
-		t.Fatalf("Send = %d, %v", n, err)
-	}
-	for i, m := range recvSent(t, b, send) {
-		if m.IPID != 0 {
-			t.Errorf("message %d: ID guess %d, want 0", i, m.IPID)
+	// Without an ID, or saying ID 0 without a plan (as memconn reports
+	// received datagrams), each goes out alone.
+	for _, sayID := range []bool{false, true} {
+		for i := range send {
+			send[i].IPID, send[i].HasIPID = 0, sayID
+		}
+		if n, err := a.Send(send); n != len(send) || err != nil {
+			t.Fatalf("HasIPID %v: Send = %d, %v", sayID, n, err)
+		}
+		for i, m := range recvSent(t, b, send) {
+			if m.IPID != 0 {
+				t.Errorf("HasIPID %v: message %d: ID guess %d, want 0", sayID, i, m.IPID)
+			}
 		}
 	}
 	a.PlanIPIDs(send)

@@ -104,12 +104,14 @@ func (s *sendScratch) pack(b *UDPBind, msgs []Message) (k, v int, err error) {
 		if err != nil {
 			return k, v, err
 		}
+		// A run goes out as one only as planned; a lone datagram gets
+		// ID 0, so a planned ID that is not 0 means the plan is stale.
 		run := 1
 		if m.HasIPID {
-			if gso {
-				run = runLen(msgs[i:])
+			if r := runLen(msgs[i:]); gso && r > 1 && b.runPlanned(msgs[i:i+r]) {
+				run = r
 			}
-			if !b.runPlanned(msgs[i : i+run]) {
+			if run == 1 && m.IPID != 0 {
 				return k, v, ErrReplan
 			}
 		}

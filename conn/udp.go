@@ -301,8 +301,10 @@ func runLen(msgs []Message) int {
 	return k
 }
 
-// runPlanned reports whether run, about to go out as one send, was planned
-// that way: its datagrams carry the IDs the kernel will give them.
+// runPlanned reports whether run, which could go out as one send, was
+// planned that way: its datagrams carry the IDs the kernel will give them.
+// (Messages that merely say ID 0, as memconn reports received ones, are
+// sent alone.)
 func (b *UDPBind) runPlanned(run []Message) bool {
 	for j := range run {
 		if !run[j].HasIPID || run[j].IPID != b.segmentID(j) {
