@@ -22,10 +22,15 @@ type xmitBatch struct {
 	n      int
 }
 
-func (x *xmitBatch) init(size int) {
-	x.msgs = make([]conn.Message, max(size, 1))
-	x.bufs = make([]*pktBuf, max(size, 1))
-	x.sealed = make([]uint16, max(size, 1))
+// init sizes the batch to hold a whole turn, a turnBudget of requests and
+// as many responses or ACKs, and at least the link's batch: one Send per
+// turn, which the link splits into system calls as it must (a GSO link
+// carries up to a few hundred packets in one).
+func (x *xmitBatch) init(linkBatch int) {
+	size := max(linkBatch, 2*turnBudget)
+	x.msgs = make([]conn.Message, size)
+	x.bufs = make([]*pktBuf, size)
+	x.sealed = make([]uint16, size)
 }
 
 // start lays out a packet in a fresh buffer of the batch, flushing first if
