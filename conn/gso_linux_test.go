@@ -261,3 +261,24 @@ func TestGSOZeroAllocs(t *testing.T) {
 		t.Errorf("Plan+Send+Recv of %d datagrams: %v allocations, want 0", len(send), allocs)
 	}
 }
+
+// BenchmarkUDPOffload moves 64 planned 1100-byte datagrams per iteration
+// over loopback with segmentation offload on (one GSO send and one
+// coalesced receive) and off (64 datagrams each way).
+func BenchmarkUDPOffload(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		opts UDPOptions
+	}{{"gso", UDPOptions{}}, {"nogso", UDPOptions{NoOffload: true}}} {
+		b.Run(mode.name, func(b *testing.B) {
+			b.Setenv(noOffloadEnv, "")
+			x, y, send, recv := batchPairWith(b, loop4, mode.opts, 64, 1100)
+			b.SetBytes(64 * 1100)
+			b.ReportAllocs()
+			for b.Loop() {
+				x.PlanIPIDs(send)
+				roundTrip(b, x, y, send, recv)
+			}
+		})
+	}
+}
