@@ -61,8 +61,9 @@ type batchConn interface {
 // but a shorter last, goes to the kernel as one datagram with a
 // UDP_SEGMENT size, several runs per sendmmsg (see IPIDPlanner: the kernel
 // numbers the segments' IPv4 IDs). If such a send fails as on a device
-// without checksum offload (EIO) or with a segment size the path refuses
-// (EINVAL), the bind stops coalescing for good and Send returns ErrReplan.
+// without checksum offload (EIO; Linux 6.18 checksums in software instead)
+// or with a segment size the path refuses (EINVAL), the bind stops
+// coalescing for good and Send returns ErrReplan.
 // On receive (UDP_GRO), the kernel may hand over many datagrams of one
 // flow as one buffer; the bind receives into its own 64 KiB buffers and
 // copies each datagram into a Message of its own. UDPOptions.NoOffload or
@@ -78,7 +79,7 @@ type batchConn interface {
 type UDPBind struct {
 	uc    *net.UDPConn
 	rc    syscall.RawConn
-	pc    batchConn
+	pc    batchConn // x/net's batch I/O, which the bind uses off Linux
 	local netip.AddrPort
 	is6   bool
 
