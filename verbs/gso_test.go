@@ -2,6 +2,7 @@ package verbs_test
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/goverbs/goverbs/internal/engine"
@@ -56,5 +57,55 @@ func BenchmarkWriteOffload(b *testing.B) {
 			b.Setenv("GOVERBS_NOGSO", mode.env)
 			benchOps(b, verbstest.UDP, verbs.WRRDMAWrite, 65536, 16)
 		})
+	}
+}
+
+// BenchmarkWriteChainOffload posts small RDMA WRITEs in chains of 64 (one
+// PostSend, only the last signalled, two chains in flight), so that one
+// turn of the QP sends 64 equal packets, with segmentation offload on and
+// off. (Posted one at a time, each WRITE leaves in a turn of its own and
+// nothing coalesces.)
+func BenchmarkWriteChainOffload(b *testing.B) {
+	const chain, depth = 64, 2
+	for _, size := range []int{8, 4096} {
+		for _, mode := range []struct{ name, env string }{{"gso", ""}, {"nogso", "1"}} {
+			b.Run(fmt.Sprintf("%d/%s", size, mode.name), func(b *testing.B) {
+				b.Setenv("GOVERBS_NOGSO", mode.env)
+				p := verbstest.New(b, verbstest.Options{Link: verbstest.UDP,
+					Cap: verbs.QPCap{MaxSendWR: chain * depth}, CQSize: 2 * depth})
+				src, dst := p.A.Buffer(b, size*chain, 1), p.B.Buffer(b, size*chain, 2)
+				wrs := make([]verbs.SendWR, chain)
+				for i := range wrs {
+					wrs[i] = verbs.SendWR{Opcode: verbs.WRRDMAWrite, SGList: []verbs.SGE{src.SGE(i*size, size)},
+						RemoteAddr: dst.Addr() + uint64(i*size), RKey: dst.RKey()}
+					if i > 0 {
+						wrs[i-1].Next = &wrs[i]
+					}
+				}
+				wrs[chain-1].Flags = verbs.SendSignaled
+				wcs := make([]verbs.WC, depth)
+				b.SetBytes(int64(size * chain))
+				b.ReportAllocs()
+				inflight := 0
+				for b.Loop() {
+					for inflight >= depth {
+						n, err := p.A.SendCQ.Poll(wcs)
+						if err != nil || (n > 0 && wcs[0].Status != verbs.WCSuccess) {
+							b.Fatal(err, wcs[0])
+						}
+						inflight -= n
+						if n == 0 {
+							<-p.A.SendCQ.Notify()
+						}
+					}
+					post(b, p.A.QP, &wrs[0])
+					inflight++
+				}
+				for inflight > 0 {
+					n, _ := p.A.SendCQ.Poll(wcs)
+					inflight -= n
+				}
+			})
+		}
 	}
 }
