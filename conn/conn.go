@@ -9,7 +9,10 @@
 // Bind only, so the same code runs on both (doc/design.md §3).
 package conn
 
-import "net/netip"
+import (
+	"errors"
+	"net/netip"
+)
 
 // RoCEv2Port is the UDP destination port IANA assigned to RoCEv2. Devices
 // listen on it by default; tests bind port 0 to get an ephemeral port.
@@ -27,11 +30,20 @@ type Message struct {
 	// Addr is, on send, the destination; on receive, the source. IPv4
 	// addresses are always plain (never IPv4-mapped IPv6).
 	Addr netip.AddrPort
-	// IPID is the IPv4 Identification of a received datagram, valid when
-	// HasIPID is set. The RoCEv2 ICRC covers it, so a link that knows it
-	// reports it: memconn always does (it is 0, as for a DF-marked send
-	// from a Linux socket); a UDP socket cannot see it (HasIPID false),
-	// and the receiver assumes the 0 that Linux writes into DF datagrams.
+	// IPID is the IPv4 Identification of the datagram. The RoCEv2 ICRC
+	// covers it, so the sender must seal each packet for the ID it will
+	// carry and the receiver check it with the ID it came with.
+	//
+	// On send, with HasIPID set, it is the ID the caller sealed the
+	// datagram for, as an IPIDPlanner planned it; a Bind that coalesces
+	// datagrams (UDP GSO) coalesces only planned ones. Without HasIPID the
+	// datagram is sent alone (ID 0 over IPv4 from a Linux socket).
+	//
+	// On receive it is valid when HasIPID is set: memconn always knows it
+	// (0, as for a DF-marked send from a Linux socket); a UDP socket cannot
+	// see it (HasIPID false) and leaves its best guess here: 0, which Linux
+	// writes into DF datagrams sent alone, or a datagram's index in a
+	// coalesced receive (UDP GRO), which a GSO send numbered from 0.
 	IPID    uint16
 	HasIPID bool
 }
@@ -56,3 +68,21 @@ type Bind interface {
 	// Close is idempotent and unblocks Recv.
 	Close() error
 }
+
+// IPIDPlanner is implemented by a Bind whose sends may give IPv4 datagrams
+// Identifications other than 0: UDPBind with segmentation offload (GSO)
+// sends a run of equal-size datagrams to one address as one, and the
+// kernel numbers the segments 0, 1, 2, …. A caller that seals checksums
+// over the ID (the RoCEv2 ICRC) plans a batch, reseals each datagram for
+// the ID planned, and sends the batch unchanged.
+type IPIDPlanner interface {
+	// PlanIPIDs sets IPID and HasIPID of every message to the ID its
+	// datagram will carry when msgs is passed to Send as it is.
+	PlanIPIDs(msgs []Message)
+}
+
+// ErrReplan is returned by Send when the plan of the remaining messages no
+// longer holds: the bind stopped coalescing (the device turned out not to
+// support it) after they were planned. The count returned says how many
+// were sent; plan the rest again, reseal and send them.
+var ErrReplan = errors.New("conn: IPv4 ID plan out of date, plan the batch again")

@@ -24,8 +24,22 @@ type Observer interface {
 // observed before the request that caused it: the observer sees one
 // device's traffic in causal order. The price is that concurrent senders
 // are serialised; observing is a debugging aid, not for the fast path.
+//
+// An observed Bind plans IPv4 IDs when b does (IPIDPlanner), so observing
+// a GSO link does not turn its coalescing off, and the observer sees the
+// IDs the datagrams carry on the wire.
 func Observe(b Bind, o Observer) Bind {
-	return &observed{Bind: b, o: o, local: b.LocalAddr()}
+	ob := &observed{Bind: b, o: o, local: b.LocalAddr()}
+	if p, ok := b.(IPIDPlanner); ok {
+		return &observedPlanner{observed: ob, IPIDPlanner: p}
+	}
+	return ob
+}
+
+// observedPlanner is an observed Bind over a link that plans IPv4 IDs.
+type observedPlanner struct {
+	*observed
+	IPIDPlanner
 }
 
 // observed is the Bind Observe returns.

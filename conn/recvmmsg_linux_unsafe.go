@@ -49,6 +49,8 @@ type recvScratch struct {
 	fn func(fd uintptr) bool
 
 	zones map[uint32]string // IPv6 scope id -> zone name, for link-local sources
+
+	gro *groState // set when the socket coalesces receives (UDP_GRO)
 }
 
 func (r *recvScratch) init(size int) {
@@ -69,6 +71,9 @@ func (r *recvScratch) init(size int) {
 // N and Addr, marks truncated ones in r.trunc and returns the count. It
 // blocks in the runtime poller until the socket is readable.
 func (r *recvScratch) read(b *UDPBind, msgs []Message) (int, error) {
+	if r.gro != nil {
+		return r.readGRO(b, msgs)
+	}
 	for i := range msgs {
 		buf := msgs[i].Buf
 		iov := &r.iovs[i]
@@ -81,18 +86,13 @@ func (r *recvScratch) read(b *UDPBind, msgs []Message) (int, error) {
 		r.hs[i].hdr.Flags = 0
 		r.hs[i].len = 0
 	}
-	r.k, r.n, r.errno = len(msgs), 0, 0
-	r.spin, r.closed = time.Duration(b.busyPoll.Load()), &b.closed
-	err := b.rc.Read(r.fn)
+	err := r.call(b, len(msgs))
 	// Let go of the caller's buffers: the bind must not keep them.
 	for i := range msgs {
 		r.iovs[i].Base = nil
 	}
 	if err != nil {
 		return 0, err
-	}
-	if r.errno != 0 {
-		return 0, os.NewSyscallError("recvmmsg", r.errno)
 	}
 	for i := range r.n {
 		m := &msgs[i]
@@ -103,6 +103,21 @@ func (r *recvScratch) read(b *UDPBind, msgs []Message) (int, error) {
 		r.trunc[i] = h.hdr.Flags&unix.MSG_TRUNC != 0
 	}
 	return r.n, nil
+}
+
+// call runs recvmmsg on the first k msghdrs, which the caller set up, and
+// leaves the count in r.n. It blocks in the runtime poller until the
+// socket is readable.
+func (r *recvScratch) call(b *UDPBind, k int) error {
+	r.k, r.n, r.errno = k, 0, 0
+	r.spin, r.closed = time.Duration(b.busyPoll.Load()), &b.closed
+	if err := b.rc.Read(r.fn); err != nil {
+		return err
+	}
+	if r.errno != 0 {
+		return os.NewSyscallError("recvmmsg", r.errno)
+	}
+	return nil
 }
 
 // recvmmsg runs inside RawConn.Read on the non-blocking socket. On

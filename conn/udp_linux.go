@@ -55,3 +55,17 @@ func setBuffer(s, force, plain int) {
 	}
 	_ = unix.SetsockoptInt(s, unix.SOL_SOCKET, plain, socketBufferSize)
 }
+
+// enableOffload asks for UDP segmentation offload on the socket: GSO is
+// there if the kernel knows the UDP_SEGMENT option (Linux 4.18), GRO if it
+// accepts UDP_GRO (Linux 5.0). Whether the device can checksum GSO sends
+// shows only when one fails (see sendScratch.send).
+func enableOffload(rc syscall.RawConn) (gso, gro bool) {
+	_ = rc.Control(func(fd uintptr) {
+		s := int(fd)
+		_, err := unix.GetsockoptInt(s, unix.IPPROTO_UDP, unix.UDP_SEGMENT)
+		gso = err == nil
+		gro = unix.SetsockoptInt(s, unix.IPPROTO_UDP, unix.UDP_GRO, 1) == nil
+	})
+	return gso, gro
+}

@@ -10,12 +10,19 @@ import (
 	"golang.org/x/net/ipv4"
 )
 
-// Off Linux (not a target, but the module must build) UDPBind receives
-// through x/net's ReadBatch, one datagram per call, and allocates a
-// source address per datagram. The socket keeps the system's defaults:
-// the IPv4 Identification rule the ICRC relies on is Linux's.
+// Off Linux (not a target, but the module must build) UDPBind sends
+// through x/net's WriteBatch and receives through its ReadBatch, one
+// datagram per call, allocating a source address per datagram. The socket
+// keeps the system's defaults: the IPv4 Identification rule the ICRC
+// relies on is Linux's, and so is segmentation offload.
 
 func setSocketOptions(syscall.RawConn, bool) error { return nil }
+
+func enableOffload(syscall.RawConn) (gso, gro bool) { return false, false }
+
+func (r *recvScratch) initGRO(bool) {}
+
+func (r *recvScratch) groOn() bool { return false }
 
 // recvScratch is the ReadBatch state of a UDPBind, reused by every Recv.
 type recvScratch struct {
@@ -56,4 +63,79 @@ func (r *recvScratch) read(b *UDPBind, msgs []Message) (int, error) {
 		r.trunc[i] = r.ms[i].Flags&msgTrunc != 0
 	}
 	return n, nil
+}
+
+// sendScratch is the x/net message array Send packs into, with one
+// net.UDPAddr (and the bytes behind its IP) per slot, so that turning a
+// netip.AddrPort into the net.Addr x/net wants allocates nothing.
+type sendScratch struct {
+	ms    []ipv4.Message
+	bufs  [][1][]byte
+	addrs []net.UDPAddr
+	ips   [][16]byte
+}
+
+func (s *sendScratch) init(size int) {
+	s.ms = make([]ipv4.Message, size)
+	s.bufs = make([][1][]byte, size)
+	s.addrs = make([]net.UDPAddr, size)
+	s.ips = make([][16]byte, size)
+	for i := range s.ms {
+		s.ms[i].Buffers = s.bufs[i][:]
+		s.ms[i].Addr = &s.addrs[i]
+	}
+}
+
+// send sends msgs with WriteBatch, one datagram per message.
+func (s *sendScratch) send(b *UDPBind, msgs []Message) (int, error) {
+	sent := 0
+	for sent < len(msgs) {
+		k, perr := s.pack(b, msgs[sent:])
+		n := 0
+		var err error
+		if k > 0 {
+			n, err = b.pc.WriteBatch(s.ms[:k], 0)
+		}
+		s.clear(k)
+		sent += n
+		if err := roundErr(k, n, err, perr); err != nil {
+			return sent, err
+		}
+	}
+	return sent, nil
+}
+
+// pack fills the scratch from msgs, up to its size, and returns how many
+// it packed. It stops before a datagram whose address the socket cannot
+// reach and returns that error with the count.
+func (s *sendScratch) pack(b *UDPBind, msgs []Message) (int, error) {
+	k := min(len(msgs), len(s.ms))
+	for i := range k {
+		m := &msgs[i]
+		a, err := b.destination(m.Addr)
+		if err != nil {
+			return i, err
+		}
+		ua := &s.addrs[i]
+		if b.is6 {
+			s.ips[i] = a.As16()
+			ua.IP = s.ips[i][:16]
+			ua.Zone = a.Zone()
+		} else {
+			*(*[4]byte)(s.ips[i][:4]) = a.As4()
+			ua.IP = s.ips[i][:4]
+			ua.Zone = ""
+		}
+		ua.Port = int(m.Addr.Port())
+		s.bufs[i][0] = m.Buf
+	}
+	return k, nil
+}
+
+// clear drops the references to the caller's buffers, which the bind
+// must not keep once Send returns.
+func (s *sendScratch) clear(k int) {
+	for i := range k {
+		s.bufs[i][0] = nil
+	}
 }

@@ -20,7 +20,12 @@ var (
 
 func listen(t testing.TB, laddr netip.AddrPort) *UDPBind {
 	t.Helper()
-	b, err := ListenUDP(laddr)
+	return listenWith(t, laddr, UDPOptions{})
+}
+
+func listenWith(t testing.TB, laddr netip.AddrPort, opts UDPOptions) *UDPBind {
+	t.Helper()
+	b, err := ListenUDPWith(laddr, opts)
 	if err != nil {
 		if laddr.Addr().Is6() {
 			t.Skipf("no IPv6 loopback: %v", err)
@@ -210,7 +215,11 @@ func TestUDPCloseUnblocksRecv(t *testing.T) {
 // batchPair sets up a sender and a receiver with count datagrams of size
 // bytes to move, for the allocation test and the benchmark.
 func batchPair(t testing.TB, laddr netip.AddrPort, count, size int) (a, b *UDPBind, send, recv []Message) {
-	a, b = listen(t, laddr), listen(t, laddr)
+	return batchPairWith(t, laddr, UDPOptions{}, count, size)
+}
+
+func batchPairWith(t testing.TB, laddr netip.AddrPort, opts UDPOptions, count, size int) (a, b *UDPBind, send, recv []Message) {
+	a, b = listenWith(t, laddr, opts), listenWith(t, laddr, opts)
 	send = make([]Message, count)
 	recv = make([]Message, count)
 	for i := range send {

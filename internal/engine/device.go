@@ -42,7 +42,8 @@ type DeviceConfig struct {
 // Device is a software RDMA NIC bound to one link.
 type Device struct {
 	bind      conn.Bind
-	local     netip.AddrPort // address and UDP port packets come from
+	planner   conn.IPIDPlanner // the bind, if it plans IPv4 IDs (GSO)
+	local     netip.AddrPort   // address and UDP port packets come from
 	activeMTU ib.MTU
 	mrs       *mem.Table
 	counters  counters
@@ -84,6 +85,7 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 	}
 	d := &Device{
 		bind:      cfg.Bind,
+		planner:   planner(cfg.Bind),
 		local:     netip.AddrPortFrom(local.Addr().Unmap(), local.Port()),
 		activeMTU: mtu,
 		mrs:       mem.NewTable(MaxMR),
@@ -101,6 +103,12 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 	go d.timerLoop()
 	go d.workerLoop()
 	return d, nil
+}
+
+// planner returns b as an IPIDPlanner if it is one.
+func planner(b conn.Bind) conn.IPIDPlanner {
+	p, _ := b.(conn.IPIDPlanner)
+	return p
 }
 
 // LocalAddr returns the device's IP address and UDP port.

@@ -121,18 +121,17 @@ func (d *Device) accept(m *conn.Message) *QP {
 }
 
 // icrcOK checks the ICRC. A link that knows the IPv4 ID (memconn) says so;
-// a UDP socket does not, and then the ID is first taken to be 0, which
-// goverbs and any unconnected DF socket send, and otherwise solved for from
-// the trailer: Linux rxe numbers its datagrams (see wire.CheckICRCAnyIPID).
+// a UDP socket does not, and then one CRC pass checks the ID it guessed
+// (0, which goverbs and any unconnected DF socket send alone, or the
+// packet's index in a coalesced receive, which a GSO send numbered) and 0;
+// otherwise it solves for the ID from the trailer: Linux rxe numbers its
+// datagrams (see wire.CheckICRCGuessIPID).
 func icrcOK(p wire.Packet, env *wire.Envelope, m *conn.Message) bool {
-	if m.HasIPID {
+	if m.HasIPID || !env.IPv4() {
 		env.IPID = m.IPID
 		return p.CheckICRC(env) == nil
 	}
-	if p.CheckICRC(env) == nil {
-		return true
-	}
-	_, err := p.CheckICRCAnyIPID(env)
+	_, err := p.CheckICRCGuessIPID(env, m.IPID)
 	return err == nil
 }
 

@@ -8,15 +8,29 @@ import (
 // xmitBatch collects a turn's outgoing packets in pooled buffers and hands
 // them to the link in one Send. Retransmissions are rebuilt from the WQE
 // (go-back-N), so buffers are freed as soon as the link has them.
+//
+// A link that coalesces runs of equal-size packets into one send (UDP
+// GSO) gives them IPv4 IDs 0, 1, 2, …, which the ICRC covers: packets are
+// sealed for the QP's envelope (ID 0), and flush has the link plan the
+// IDs and reseals each packet for its own (conn.IPIDPlanner). A turn's
+// packets of one QP mostly have one size (MTU-sized middles, or equal
+// small messages), so they form long runs.
 type xmitBatch struct {
-	msgs []conn.Message
-	bufs []*pktBuf
-	n    int
+	msgs   []conn.Message
+	bufs   []*pktBuf
+	sealed []uint16 // sealed[i]: the IPv4 ID packet i's ICRC is for
+	n      int
 }
 
-func (x *xmitBatch) init(size int) {
-	x.msgs = make([]conn.Message, max(size, 1))
-	x.bufs = make([]*pktBuf, max(size, 1))
+// init sizes the batch to hold a whole turn, a turnBudget of requests and
+// as many responses or ACKs, and at least the link's batch: one Send per
+// turn, which the link splits into system calls as it must (a GSO link
+// carries up to a few hundred packets in one).
+func (x *xmitBatch) init(linkBatch int) {
+	size := max(linkBatch, 2*turnBudget)
+	x.msgs = make([]conn.Message, size)
+	x.bufs = make([]*pktBuf, size)
+	x.sealed = make([]uint16, size)
 }
 
 // bth returns the BTH fields of a packet to the QP's peer: opcode op and
@@ -55,6 +69,7 @@ func (x *xmitBatch) queue(qp *QP, p wire.Packet) {
 // the copy.
 func (x *xmitBatch) queueSealed(qp *QP, p wire.Packet) {
 	x.msgs[x.n] = conn.Message{Buf: p, Addr: *qp.peer.Load()}
+	x.sealed[x.n] = qp.env.IPID
 	x.n++
 }
 
@@ -69,12 +84,45 @@ func (x *xmitBatch) flush(qp *QP) {
 	if x.n == 0 {
 		return
 	}
-	sent, err := qp.dev.bind.Send(x.msgs[:x.n])
+	sent, err := x.send(qp)
 	qp.dev.counters.add(SentPkts, uint64(sent))
 	if err != nil || sent < x.n {
 		qp.dev.counters.add(SendErr, uint64(x.n-sent))
 	}
 	x.discard()
+}
+
+// send hands the batch to the link, planned and resealed if the link
+// plans IPv4 IDs. If the link stops coalescing between plan and send
+// (conn.ErrReplan), the rest is planned again once: the link's fallback
+// is permanent, so a second plan holds.
+func (x *xmitBatch) send(qp *QP) (int, error) {
+	pl := qp.dev.planner
+	if pl == nil {
+		return qp.dev.bind.Send(x.msgs[:x.n])
+	}
+	sent := 0
+	for try := 0; ; try++ {
+		x.plan(pl, sent)
+		n, err := qp.dev.bind.Send(x.msgs[sent:x.n])
+		sent += n
+		if err != conn.ErrReplan || try > 0 {
+			return sent, err
+		}
+	}
+}
+
+// plan has the link plan the IDs of packets from, and reseals those whose
+// planned ID differs from the one they were sealed for. (Over IPv6 the
+// plan is all 0: there is no ID.)
+func (x *xmitBatch) plan(pl conn.IPIDPlanner, from int) {
+	pl.PlanIPIDs(x.msgs[from:x.n])
+	for i := from; i < x.n; i++ {
+		if id := x.msgs[i].IPID; id != x.sealed[i] {
+			wire.Packet(x.msgs[i].Buf).ResealIPID(x.sealed[i], id)
+			x.sealed[i] = id
+		}
+	}
 }
 
 // discard frees the batch's buffers without sending.

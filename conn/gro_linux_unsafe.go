@@ -1,0 +1,159 @@
+//go:build linux
+
+package conn
+
+import (
+	"net/netip"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// With UDP_GRO on, the kernel may hand one recvmsg many datagrams of a
+// flow laid end to end, all of one size but a shorter last, and says the
+// size in a UDP_GRO control message. Such a buffer can be as large as a
+// datagram (64 KiB) whatever the caller's buffers are, so the bind
+// receives into buffers of its own and copies each datagram out into a
+// Message of the caller's (the engine's pooled packet buffers, which it
+// keeps), handing out what did not fit at the next Recv without a system
+// call.
+
+const (
+	// groBufSize holds the largest UDP datagram, coalesced or not.
+	groBufSize = 1 << 16
+	// groBuffers is how many coalesced buffers one recvmmsg fills: 16 hold
+	// a thousand MTU-sized packets, more than the engine takes per call,
+	// and still sixteen datagrams per call when nothing coalesces.
+	groBuffers = 16
+)
+
+// groCmsgSpace is the room of one UDP_GRO control message (an int).
+var groCmsgSpace = unix.CmsgSpace(4)
+
+// groState is the coalesced receive of a recvScratch, and what of its last
+// recvmmsg has not been handed out yet.
+type groState struct {
+	bufs  [][]byte
+	cmsgs []byte // groCmsgSpace per buffer
+	is6   bool
+
+	// Datagram i of the last call: its length, segment size (its length
+	// if not coalesced), source and truncation.
+	size  []int
+	seg   []int
+	addr  []netip.AddrPort
+	trunc []bool
+
+	n    int // datagrams the last call received
+	next int // the datagram being handed out
+	off  int // its offset of the next segment
+	idx  int // that segment's index
+}
+
+func (r *recvScratch) initGRO(is6 bool) {
+	g := &groState{
+		bufs:  make([][]byte, groBuffers),
+		cmsgs: make([]byte, groBuffers*groCmsgSpace),
+		is6:   is6,
+		size:  make([]int, groBuffers),
+		seg:   make([]int, groBuffers),
+		addr:  make([]netip.AddrPort, groBuffers),
+		trunc: make([]bool, groBuffers),
+	}
+	for i := range g.bufs {
+		g.bufs[i] = make([]byte, groBufSize)
+	}
+	r.gro = g
+}
+
+func (r *recvScratch) groOn() bool { return r.gro != nil }
+
+// readGRO is read with UDP_GRO on: it hands out the datagrams left from
+// the last call, or receives more (blocking) when none are left, one per
+// Message. A datagram larger than its Message's buffer is dropped and
+// counted as truncated; every returned Message has r.trunc false.
+func (r *recvScratch) readGRO(b *UDPBind, msgs []Message) (int, error) {
+	g := r.gro
+	if g.next == g.n {
+		if err := r.recvGRO(b); err != nil {
+			return 0, err
+		}
+	}
+	w := 0
+	for w < len(msgs) && g.next < g.n {
+		i := g.next
+		if g.trunc[i] {
+			b.truncated.Add(1)
+			g.next++
+			continue
+		}
+		l := min(g.seg[i], g.size[i]-g.off)
+		if m := &msgs[w]; l <= len(m.Buf) {
+			m.N = copy(m.Buf, g.bufs[i][g.off:g.off+l])
+			m.Addr = g.addr[i]
+			m.IPID, m.HasIPID = 0, false
+			if !g.is6 {
+				m.IPID = uint16(g.idx) // the ID a GSO send gave it (UDPBind.segmentID)
+			}
+			r.trunc[w] = false
+			w++
+		} else {
+			b.truncated.Add(1)
+		}
+		g.off += l
+		g.idx++
+		if g.off >= g.size[i] {
+			g.next, g.off, g.idx = g.next+1, 0, 0
+		}
+	}
+	return w, nil
+}
+
+// recvGRO receives up to groBuffers datagrams into the bind's buffers.
+func (r *recvScratch) recvGRO(b *UDPBind) error {
+	g := r.gro
+	for i := range groBuffers {
+		h := &r.hs[i]
+		iov := &r.iovs[i]
+		iov.Base = &g.bufs[i][0]
+		iov.SetLen(groBufSize)
+		h.hdr.Namelen = unix.SizeofSockaddrInet6
+		h.hdr.Control = &g.cmsgs[i*groCmsgSpace]
+		h.hdr.SetControllen(groCmsgSpace)
+		h.hdr.Flags = 0
+		h.len = 0
+	}
+	g.n, g.next, g.off, g.idx = 0, 0, 0, 0
+	if err := r.call(b, groBuffers); err != nil {
+		return err
+	}
+	for i := range r.n {
+		h := &r.hs[i]
+		g.size[i] = int(h.len)
+		g.seg[i] = groSegment(g.cmsgs[i*groCmsgSpace:][:h.hdr.Controllen])
+		if g.seg[i] <= 0 || g.seg[i] > g.size[i] {
+			g.seg[i] = max(g.size[i], 1) // alone, or empty
+		}
+		g.addr[i] = r.source(i)
+		g.trunc[i] = h.hdr.Flags&unix.MSG_TRUNC != 0
+	}
+	g.n = r.n
+	return nil
+}
+
+// groSegment returns the segment size of a UDP_GRO control message in
+// ctrl, or 0 if there is none.
+func groSegment(ctrl []byte) int {
+	for len(ctrl) >= unix.SizeofCmsghdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&ctrl[0]))
+		l := int(h.Len)
+		if l < unix.SizeofCmsghdr || l > len(ctrl) {
+			return 0
+		}
+		if h.Level == unix.SOL_UDP && h.Type == unix.UDP_GRO && l >= unix.CmsgLen(4) {
+			return int(*(*int32)(unsafe.Pointer(&ctrl[unix.CmsgLen(0)])))
+		}
+		ctrl = ctrl[min(unix.CmsgSpace(l-unix.CmsgLen(0)), len(ctrl)):]
+	}
+	return 0
+}

@@ -1,0 +1,221 @@
+//go:build linux
+
+package conn
+
+import (
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// On Linux UDPBind sends with its own sendmmsg: x/net's WriteBatch takes
+// one buffer list per datagram and no per-message segment size, while a
+// GSO run is one msghdr gathering many datagrams (one iovec each, so the
+// packets are not copied) with a UDP_SEGMENT control message.
+
+// sendIovecs bounds the datagrams one sendmmsg carries over all its runs.
+const sendIovecs = 1024
+
+// gsoCmsgSpace is the room of one UDP_SEGMENT control message (a u16).
+var gsoCmsgSpace = unix.CmsgSpace(2)
+
+// sendScratch is the sendmmsg state of a UDPBind, reused by every Send.
+type sendScratch struct {
+	hs    []mmsghdr
+	iovs  []unix.Iovec
+	names [][unix.SizeofSockaddrInet6]byte
+	cmsgs []byte // gsoCmsgSpace per msghdr
+	segs  []int  // segs[i]: datagrams in msghdr i
+
+	// Arguments and results of the call made inside RawConn.Write.
+	k     int
+	n     int
+	errno unix.Errno
+	fn    func(fd uintptr) bool // bound once so Send allocates no closure
+
+	zones map[string]uint32 // IPv6 zone name -> scope id
+}
+
+func (s *sendScratch) init(size int) {
+	s.hs = make([]mmsghdr, size)
+	s.iovs = make([]unix.Iovec, sendIovecs)
+	s.names = make([][unix.SizeofSockaddrInet6]byte, size)
+	s.cmsgs = make([]byte, size*gsoCmsgSpace)
+	s.segs = make([]int, size)
+	for i := range s.hs {
+		h := &s.hs[i].hdr
+		h.Name = &s.names[i][0]
+		c := s.cmsgs[i*gsoCmsgSpace : (i+1)*gsoCmsgSpace]
+		ch := (*unix.Cmsghdr)(unsafe.Pointer(&c[0]))
+		ch.Level, ch.Type = unix.SOL_UDP, unix.UDP_SEGMENT
+		ch.SetLen(unix.CmsgLen(2))
+	}
+	s.fn = s.sendmmsg
+}
+
+// send sends msgs in rounds of one sendmmsg each and returns how many
+// datagrams went out.
+func (s *sendScratch) send(b *UDPBind, msgs []Message) (int, error) {
+	sent := 0
+	for sent < len(msgs) {
+		k, v, perr := s.pack(b, msgs[sent:])
+		n := 0
+		var err error
+		if k > 0 {
+			n, err = s.write(b, k)
+		}
+		for i := range v {
+			s.iovs[i].Base = nil // the bind must not keep the caller's buffers
+		}
+		for _, c := range s.segs[:n] {
+			sent += c
+		}
+		if err != nil {
+			// A failed call sent nothing: the error is the first
+			// msghdr's. If it was a GSO run the kernel would not
+			// segment, stop coalescing and have the rest replanned.
+			if s.segs[0] > 1 && (err == unix.EIO || err == unix.EINVAL) {
+				b.gso.Store(false)
+				return sent, ErrReplan
+			}
+			err = os.NewSyscallError("sendmmsg", err)
+		}
+		if err := roundErr(k, n, err, perr); err != nil {
+			return sent, err
+		}
+	}
+	return sent, nil
+}
+
+// pack fills msghdrs from msgs, one per GSO run or lone datagram, until
+// the scratch is full, and returns the msghdrs and iovecs used. It stops
+// before a datagram it cannot send: an unreachable address, or a plan the
+// bind no longer follows (ErrReplan); that error comes with the counts.
+func (s *sendScratch) pack(b *UDPBind, msgs []Message) (k, v int, err error) {
+	gso := b.gso.Load()
+	for i := 0; i < len(msgs) && k < len(s.hs); {
+		m := &msgs[i]
+		a, err := b.destination(m.Addr)
+		if err != nil {
+			return k, v, err
+		}
+		// A run goes out as one only as planned; a lone datagram gets
+		// ID 0, so a planned ID that is not 0 means the plan is stale.
+		run := 1
+		if m.HasIPID {
+			if r := runLen(msgs[i:]); gso && r > 1 && b.runPlanned(msgs[i:i+r]) {
+				run = r
+			}
+			if run == 1 && m.IPID != 0 {
+				return k, v, ErrReplan
+			}
+		}
+		if v+run > len(s.iovs) {
+			break
+		}
+		h := &s.hs[k].hdr
+		h.Namelen = s.sockaddr(k, a, m.Addr.Port(), b.is6)
+		h.Iov = &s.iovs[v]
+		h.SetIovlen(run)
+		h.Control, h.Controllen = nil, 0
+		if run > 1 {
+			c := s.cmsgs[k*gsoCmsgSpace : (k+1)*gsoCmsgSpace]
+			binary.NativeEndian.PutUint16(c[unix.CmsgLen(0):], uint16(len(m.Buf)))
+			h.Control = &c[0]
+			h.SetControllen(gsoCmsgSpace)
+		}
+		for j := range run {
+			buf := msgs[i+j].Buf
+			iov := &s.iovs[v+j]
+			iov.Base = nil
+			if len(buf) > 0 {
+				iov.Base = &buf[0]
+			}
+			iov.SetLen(len(buf))
+		}
+		s.segs[k] = run
+		k++
+		v += run
+		i += run
+	}
+	return k, v, nil
+}
+
+// sockaddr writes the sockaddr of a:port into name slot i and returns its
+// length.
+func (s *sendScratch) sockaddr(i int, a netip.Addr, port uint16, is6 bool) uint32 {
+	sa := s.names[i][:]
+	if !is6 {
+		binary.NativeEndian.PutUint16(sa[0:2], unix.AF_INET)
+		binary.BigEndian.PutUint16(sa[2:4], port)
+		*(*[4]byte)(sa[4:8]) = a.As4()
+		clear(sa[8:16])
+		return unix.SizeofSockaddrInet4
+	}
+	binary.NativeEndian.PutUint16(sa[0:2], unix.AF_INET6)
+	binary.BigEndian.PutUint16(sa[2:4], port)
+	clear(sa[4:8]) // flow info
+	*(*[16]byte)(sa[8:24]) = a.As16()
+	binary.NativeEndian.PutUint32(sa[24:28], s.scope(a.Zone()))
+	return unix.SizeofSockaddrInet6
+}
+
+// scope returns the scope id of an IPv6 zone, caching the answer: the
+// interface table lookup allocates.
+func (s *sendScratch) scope(zone string) uint32 {
+	if zone == "" {
+		return 0
+	}
+	if id, ok := s.zones[zone]; ok {
+		return id
+	}
+	var id uint32
+	if ifi, err := net.InterfaceByName(zone); err == nil {
+		id = uint32(ifi.Index)
+	} else if n, err := strconv.ParseUint(zone, 10, 32); err == nil {
+		id = uint32(n)
+	}
+	if s.zones == nil {
+		s.zones = make(map[string]uint32)
+	}
+	s.zones[zone] = id
+	return id
+}
+
+// write sends the first k msghdrs and returns how many went out, waiting
+// in the runtime poller while the socket buffer is full.
+func (s *sendScratch) write(b *UDPBind, k int) (int, error) {
+	s.k, s.n, s.errno = k, 0, 0
+	if err := b.rc.Write(s.fn); err != nil {
+		return 0, err
+	}
+	if s.errno != 0 {
+		return 0, s.errno
+	}
+	return s.n, nil
+}
+
+// sendmmsg runs inside RawConn.Write on the non-blocking socket; returning
+// false on EAGAIN parks the goroutine until the socket is writable.
+func (s *sendScratch) sendmmsg(fd uintptr) bool {
+	for {
+		n, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd,
+			uintptr(unsafe.Pointer(&s.hs[0])), uintptr(s.k), 0, 0, 0)
+		switch e {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		}
+		s.n, s.errno = int(n), e
+		if e != 0 {
+			s.n = 0
+		}
+		return true
+	}
+}
