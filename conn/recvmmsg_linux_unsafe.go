@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"strconv"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -40,8 +39,8 @@ type recvScratch struct {
 
 	// Arguments and results of the call made inside RawConn.Read.
 	k      int
-	spin   time.Duration // how long to poll an empty socket (SetBusyPoll)
-	closed *atomic.Bool  // the bind's: Close ends the polling
+	wait   *pollWait    // the bind's: whether to poll an empty socket again
+	closed *atomic.Bool // the bind's: Close ends the polling
 	n      int
 	errno  unix.Errno
 	// fn is the bound method passed to RawConn.Read, made once so that
@@ -110,7 +109,7 @@ func (r *recvScratch) read(b *UDPBind, msgs []Message) (int, error) {
 // socket is readable.
 func (r *recvScratch) call(b *UDPBind, k int) error {
 	r.k, r.n, r.errno = k, 0, 0
-	r.spin, r.closed = time.Duration(b.busyPoll.Load()), &b.closed
+	r.wait, r.closed = &b.poll, &b.closed
 	if err := b.rc.Read(r.fn); err != nil {
 		return err
 	}
@@ -121,12 +120,11 @@ func (r *recvScratch) call(b *UDPBind, k int) error {
 }
 
 // recvmmsg runs inside RawConn.Read on the non-blocking socket. On
-// EAGAIN it polls again, yielding the processor between tries, until
-// r.spin has passed; then returning false parks the goroutine in the
+// EAGAIN it polls again, yielding the processor between tries, for as
+// long as r.wait says; then returning false parks the goroutine in the
 // poller until data arrives (or the socket is closed, which makes
 // RawConn.Read fail).
 func (r *recvScratch) recvmmsg(fd uintptr) bool {
-	var deadline time.Time
 	for {
 		n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd,
 			uintptr(unsafe.Pointer(&r.hs[0])), uintptr(r.k), 0, 0, 0)
@@ -134,13 +132,7 @@ func (r *recvScratch) recvmmsg(fd uintptr) bool {
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
-			if r.spin <= 0 || r.closed.Load() {
-				return false
-			}
-			now := time.Now()
-			if deadline.IsZero() {
-				deadline = now.Add(r.spin)
-			} else if now.After(deadline) {
+			if !r.wait.empty(r.closed) {
 				return false
 			}
 			runtime.Gosched()
@@ -149,6 +141,8 @@ func (r *recvScratch) recvmmsg(fd uintptr) bool {
 		r.n, r.errno = int(n), e
 		if e != 0 {
 			r.n = 0
+		} else {
+			r.wait.arrived()
 		}
 		return true
 	}

@@ -95,7 +95,7 @@ type UDPBind struct {
 	closeOnce sync.Once
 	closeErr  error
 	truncated atomic.Uint64
-	busyPoll  atomic.Int64 // nanoseconds; see SetBusyPoll
+	poll      pollWait // mode shared; the rest guarded by recvMu
 }
 
 // UDPOptions tunes ListenUDPWith; the zero value gives ListenUDP's socket.
@@ -174,6 +174,7 @@ func newUDPBind(uc *net.UDPConn, is6, offload bool) (*UDPBind, error) {
 			b.rx.initGRO(is6)
 		}
 	}
+	b.poll.init()
 	return b, nil
 }
 
@@ -183,13 +184,19 @@ func (b *UDPBind) BatchSize() int { return udpBatchSize }
 // LocalAddr returns the bound address and port.
 func (b *UDPBind) LocalAddr() netip.AddrPort { return b.local }
 
-// SetBusyPoll makes Recv, once the socket has run dry, keep polling it for
-// up to d before it sleeps in the runtime poller (d ≤ 0: sleep at once,
-// the default). A datagram that arrives within d is picked up without a
-// wake-up, which costs tens of microseconds on virtual machines, for the
-// price of a busy thread while it waits. Linux only; elsewhere it has no
-// effect.
-func (b *UDPBind) SetBusyPoll(d time.Duration) { b.busyPoll.Store(int64(d)) }
+// SetBusyPoll sets how long Recv, once the socket has run dry, keeps
+// polling it before it sleeps in the runtime poller. A datagram that
+// arrives while Recv polls is picked up without a wake-up, which costs
+// tens of microseconds on virtual machines, for the price of a busy
+// thread while it waits.
+//
+// d > 0 polls for d after every datagram. d < 0 never polls: Recv sleeps
+// as soon as the socket is empty (event mode, no CPU spent waiting). d = 0,
+// the default, adapts: the window follows the gaps between datagrams, up
+// to 200 µs, so a conversation is polled through its pauses while a device
+// whose traffic stopped polls once and then sleeps (see pollWait). Linux
+// only; elsewhere Recv always sleeps.
+func (b *UDPBind) SetBusyPoll(d time.Duration) { b.poll.mode.Store(int64(d)) }
 
 // Truncated returns how many received datagrams were dropped because they
 // did not fit the receive buffer.

@@ -284,8 +284,9 @@ func BenchmarkUDPBatch(b *testing.B) {
 }
 
 // TestUDPBusyPoll: a datagram that arrives while Recv polls is delivered,
-// so is one that arrives after the polling gave way to the poller, and
-// Close ends a Recv in the middle of its polling.
+// so is one that arrives after the polling gave way to the poller, in
+// event mode and in the adaptive default, and Close ends a Recv in the
+// middle of its polling.
 func TestUDPBusyPoll(t *testing.T) {
 	leakcheck.Check(t)
 	a, b := listen(t, loop4), listen(t, loop4)
@@ -307,6 +308,14 @@ func TestUDPBusyPoll(t *testing.T) {
 	b.SetBusyPoll(time.Millisecond)
 	if m, err := recvLater(50 * time.Millisecond); err != nil || string(m.Buf[:m.N]) != "late" {
 		t.Fatalf("after polling: %q, %v", m.Buf[:m.N], err)
+	}
+	b.SetBusyPoll(-1)
+	if m, err := recvLater(20 * time.Millisecond); err != nil || string(m.Buf[:m.N]) != "late" {
+		t.Fatalf("event mode: %q, %v", m.Buf[:m.N], err)
+	}
+	b.SetBusyPoll(0)
+	if m, err := recvLater(time.Millisecond); err != nil || string(m.Buf[:m.N]) != "late" {
+		t.Fatalf("adaptive: %q, %v", m.Buf[:m.N], err)
 	}
 	b.SetBusyPoll(long)
 	closeEndsRecv(t, b, "polling")

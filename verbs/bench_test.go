@@ -60,12 +60,13 @@ func BenchmarkRead(b *testing.B) {
 // BenchmarkSendLatency sends one 64-byte signalled SEND at a time over
 // loopback UDP and waits for the receiver's completion and then the
 // sender's, which needs the ACK: a round trip. The receive loops poll
-// their sockets for 50 µs after traffic, or sleep on them (the default).
+// their sockets for 50 µs after traffic, adapt (the default), or sleep on
+// them at once.
 func BenchmarkSendLatency(b *testing.B) {
 	for _, mode := range []struct {
 		name string
 		poll time.Duration
-	}{{"busypoll", 50 * time.Microsecond}, {"sleep", 0}} {
+	}{{"busypoll", 50 * time.Microsecond}, {"adaptive", 0}, {"sleep", verbs.BusyPollOff}} {
 		b.Run("udp/"+mode.name, func(b *testing.B) {
 			p := verbstest.New(b, verbstest.Options{Link: verbstest.UDP, BusyPoll: mode.poll})
 			src, dst := p.A.Buffer(b, 64, 1), p.B.Buffer(b, 64, 0)

@@ -36,18 +36,30 @@ type DeviceConfig struct {
 	// receives. It slows the data path; use it to debug. Wireshark decodes
 	// UDP port 4791 as RoCEv2; for other ports use Decode As → RRoCE.
 	Capture io.Writer
-	// BusyPoll, if positive, is how long the receive loop keeps polling
-	// the device's UDP socket once it has run dry, before sleeping until
-	// the next datagram. A datagram that arrives meanwhile costs no
-	// wake-up, which on virtual machines is tens of microseconds of
-	// latency, for the price of a busy thread for up to BusyPoll after
-	// traffic pauses: worth it for latency where cores are to spare
-	// (50 µs, Linux's suggestion for its own busy-poll, catches a peer's
-	// answer on one host); on a machine short of cores the polling takes
-	// time from the work. Zero sleeps at once. It applies to the socket
-	// OpenDevice opens, not to a link given in Bind.
+	// BusyPoll sets how long the receive loop keeps polling the device's
+	// UDP socket once it has run dry, before it sleeps until the next
+	// datagram. A datagram that arrives meanwhile costs no wake-up, which
+	// on virtual machines is tens of microseconds of latency, for the
+	// price of a busy thread while it waits.
+	//
+	// Zero, the default, adapts: the receive loop polls through the gaps
+	// of a conversation (up to 200 µs, following the gaps it measures)
+	// and sleeps once traffic stops, so a busy device pays no wake-ups
+	// and an idle one uses no CPU. A positive value polls for exactly
+	// that long after every datagram (50 µs, Linux's suggestion for its
+	// own busy-poll, catches a peer's answer on one host). BusyPollOff
+	// (any negative value) never polls: every datagram after a pause
+	// costs a wake-up, and waiting costs no CPU at all. The receiver of a
+	// bulk stream with one core to itself does better without polling: a
+	// polling receive loop takes the datagrams a few at a time, a sleeping
+	// one wakes to a batch. It applies to the socket OpenDevice opens, not
+	// to a link given in Bind.
 	BusyPoll time.Duration
 }
+
+// BusyPollOff as DeviceConfig.BusyPoll makes the receive loop sleep as
+// soon as its socket is empty (pure event mode).
+const BusyPollOff time.Duration = -1
 
 // Device is an open software RDMA device (struct ibv_context).
 //

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/goverbs/goverbs/conn"
@@ -50,8 +49,8 @@ type Device struct {
 	timers    *timerQueue
 	worker    chan *QP // QPs handed over by busy schedulers
 
-	mu      sync.Mutex // guards qpns, nextQPN, nextPD and closed
-	qps     atomic.Pointer[map[uint32]*QP]
+	mu      sync.Mutex // guards qps' writers, nextQPN, nextPD and closed
+	qps     qpTable
 	nextQPN uint32
 	nextPD  uint32
 	closed  bool
@@ -96,8 +95,6 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 		stop:      make(chan struct{}),
 		dead:      make(chan struct{}),
 	}
-	empty := map[uint32]*QP{}
-	d.qps.Store(&empty)
 	d.wg.Add(3)
 	go d.recvLoop()
 	go d.timerLoop()
@@ -180,11 +177,12 @@ func (d *Device) Close() error {
 		return nil
 	}
 	d.closed = true
+	qps := d.qps.all(nil) // no QP is added once closed is set
 	d.mu.Unlock()
 	close(d.stop)
 	err := d.bind.Close()
 	d.wg.Wait()
-	for _, qp := range *d.qps.Load() {
+	for _, qp := range qps {
 		qp.shutdown(true)
 	}
 	close(d.dead)
@@ -192,45 +190,33 @@ func (d *Device) Close() error {
 }
 
 // lookupQP returns the QP numbered qpn, or nil.
-func (d *Device) lookupQP(qpn uint32) *QP { return (*d.qps.Load())[qpn] }
+func (d *Device) lookupQP(qpn uint32) *QP { return d.qps.get(qpn) }
 
-// addQP assigns a QP number and enters qp in the table (copy on write, so
-// the receive path reads the table without locks).
+// addQP assigns a QP number and enters qp in the table.
 func (d *Device) addQP(qp *QP) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return ErrClosed
 	}
-	old := *d.qps.Load()
-	if len(old) >= MaxQP {
-		return fmt.Errorf("%d QPs exist, the maximum", len(old))
+	if d.qps.n >= MaxQP {
+		return fmt.Errorf("%d QPs exist, the maximum", d.qps.n)
 	}
-	for old[d.nextQPN] != nil || d.nextQPN < firstQPN {
+	for d.qps.get(d.nextQPN) != nil || d.nextQPN < firstQPN {
 		d.nextQPN = (d.nextQPN + 1) & 0xffffff
 	}
 	qp.qpn = d.nextQPN
 	d.nextQPN = (d.nextQPN + 1) & 0xffffff
-	m := make(map[uint32]*QP, len(old)+1)
-	for k, v := range old {
-		m[k] = v
-	}
-	m[qp.qpn] = qp
-	d.qps.Store(&m)
+	d.qps.set(qp.qpn, qp)
 	return nil
 }
 
 func (d *Device) removeQP(qp *QP) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	old := *d.qps.Load()
-	m := make(map[uint32]*QP, len(old))
-	for k, v := range old {
-		if k != qp.qpn {
-			m[k] = v
-		}
+	if d.qps.get(qp.qpn) == qp {
+		d.qps.set(qp.qpn, nil)
 	}
-	d.qps.Store(&m)
 }
 
 // timerLoop schedules QPs whose deadlines passed.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -244,6 +245,16 @@ func (qp *QP) turn() (more bool) {
 		putBuf(in.buf)
 		in.buf = nil
 		qp.inbound.Pop()
+	}
+	if qp.resp.ackPending && qp.inbound.Len() == 0 {
+		// The requests just executed are often what a poller waits for
+		// (ib_write_lat's spin on the written byte, a receive completion),
+		// and its answer is a post. Yielding once lets it post now, which
+		// only arms this busy task: request below sends the answer in the
+		// same sendmmsg as the ACK, one system call instead of two on the
+		// latency path (ib_write_lat 8 B typical, busy 2-core machine,
+		// medians of 5: 13.5 → 9.4 µs; raw Go UDP busy-poll 4.8 µs).
+		runtime.Gosched()
 	}
 	qp.sendPendingACK()
 	more = qp.inbound.Len() > 0 || qp.resp.read.active

@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"time"
 
 	"github.com/goverbs/goverbs/verbs"
 )
@@ -188,16 +189,40 @@ func (r *runner) waitSend(d *durationRun, wcs []verbs.WC, scnt int) (over bool, 
 // itself, so the read is kept out of the race detector's view, the one
 // place that does so.
 //
+// After spinFor without the byte it naps between looks instead. On one
+// processor (a tool pinned to a CPU) a goroutine that only yields keeps
+// the runtime from checking the network, so once the receive loop has
+// stopped polling and sleeps, the packet it waits for is noticed only by
+// the runtime's 10 ms background check. A nap lets the idle processor
+// wait on the network; the receive loop, woken at once, then writes the
+// byte and polls, and the nap's timer ends on its next yield.
+//
 //go:norace
 func waitByte(p *byte, v byte, stop func() bool) bool {
-	for *p != v {
+	var start int64
+	for i := 0; *p != v; i++ {
 		if stop() {
 			return false
+		}
+		switch {
+		case i < 64:
+		case start == 0:
+			start = now()
+		case now()-start > int64(spinFor):
+			time.Sleep(napFor)
+			continue
 		}
 		runtime.Gosched()
 	}
 	return true
 }
+
+// spinFor is how long waitByte spins before it naps, napFor how long a
+// nap asks for: both near a round trip, a few tens of microseconds.
+const (
+	spinFor = 50 * time.Microsecond
+	napFor  = 20 * time.Microsecond
+)
 
 // latRead is ib_read_lat and ib_atomic_lat (run_iter_lat): one READ or
 // atomic at a time, each waited for.

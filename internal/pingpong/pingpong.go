@@ -72,7 +72,7 @@ func open(cfg Config, c net.Conn) (*session, error) {
 	if cfg.IBPort != 1 {
 		return nil, fmt.Errorf("Couldn't get port info: port %d", cfg.IBPort)
 	}
-	var busyPoll time.Duration // -e sleeps on the CQ: no spinning anywhere
+	busyPoll := verbs.BusyPollOff // -e sleeps on the CQ: no spinning anywhere
 	if !cfg.Events {
 		busyPoll = oob.BusyPoll
 	}

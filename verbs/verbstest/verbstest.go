@@ -50,7 +50,7 @@ type Options struct {
 	// CaptureA, if set, receives a pcap of side A's packets.
 	CaptureA io.Writer
 	// BusyPoll is passed to both devices of a UDP pair
-	// (verbs.DeviceConfig.BusyPoll); zero leaves polling off.
+	// (verbs.DeviceConfig.BusyPoll); zero adapts.
 	BusyPoll time.Duration
 }
 
