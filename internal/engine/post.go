@@ -47,6 +47,9 @@ func (qp *QP) PostSend(wr *SendWR) (bad int, err error) {
 		// leave together, one GSO send of equal-size packets instead of
 		// one system call per post (the doorbell batching of hardware
 		// NICs). The worker's turn runs when this goroutine yields.
+		// ib_write_bw over loopback, pinned, one batch on the busy 2-core
+		// machine: 8 B 0.05-0.06 → 0.49-0.56 M msg/s (each WRITE had
+		// left in a sendmmsg of its own), 4 KiB 0.25-0.29 → 0.93 GB/s.
 		qp.task.kick()
 	default:
 		// A lone post (ping-pong latency) is sent now, inline.
