@@ -10,7 +10,9 @@
 //
 // A QP's protocol state is touched only by the goroutine running its turn:
 // whoever schedules the QP runs the turn inline when the QP is idle, or arms
-// it for the running owner (see task.go). Posts, the receive loop and timers
+// it for the running owner (see task.go); a post behind earlier work hands
+// the turn to the device worker instead, so that many posts leave in one
+// flush (PostSend). Posts, the receive loop and timers
 // only append to the QP's lock-free rings and schedule it. Control
 // operations (modify, destroy) take qp.mu, which a turn holds throughout.
 package engine

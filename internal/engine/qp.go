@@ -251,12 +251,11 @@ func (qp *QP) turn() (more bool) {
 		// (ib_write_lat's spin on the written byte, a receive completion),
 		// and its answer is a post. Yielding once lets it post now, which
 		// only arms this busy task: request below sends the answer in the
-		// same sendmmsg as the ACK, one system call instead of two on the
+		// same flush as the ACK, one system call instead of two on the
 		// latency path (ib_write_lat 8 B typical, busy 2-core machine,
 		// medians of 5: 13.5 → 9.4 µs; raw Go UDP busy-poll 4.8 µs).
 		runtime.Gosched()
 	}
-	qp.sendPendingACK()
 	more = qp.inbound.Len() > 0 || qp.resp.read.active
 	if qp.State() != ib.QPStateErr {
 		qp.checkTimers(now)
@@ -264,6 +263,15 @@ func (qp *QP) turn() (more bool) {
 	if qp.State() != ib.QPStateErr && qp.request(now, turnBudget) {
 		more = true
 	}
+	// The coalesced ACK goes after the requests (they are of another PSN
+	// space, so their order does not matter to either side): an ACK is
+	// shorter than a request, and a GSO run may end with one shorter
+	// segment, so the answer and the ACK to the peer leave as one
+	// datagram, which the loopback stack carries once and the peer's GRO
+	// receive splits. ib_write_lat 8 B typical, pinned, paired runs on the
+	// busy 2-core machine (with the doorbell rule of PostSend): medians
+	// 10.1 → 8.6 µs, lower in 5 of 5; ib_send_lat 9.5 → 7.9 µs, 3 of 3.
+	qp.sendPendingACK()
 	if qp.State() == ib.QPStateErr {
 		// Entered now, or work was posted while in it.
 		qp.flush()

@@ -29,8 +29,8 @@ type pktRig struct {
 	key2 mem.Key // a second region's key, if a row registers one
 }
 
-func newPktRig(t *testing.T) *pktRig {
-	r := &pktRig{fuzzRig: newFuzzRig(t)}
+func newPktRig(t *testing.T, tweaks ...rigTweak) *pktRig {
+	r := &pktRig{fuzzRig: newFuzzRig(t, tweaks...)}
 	go r.collect()
 	synctest.Wait()
 	r.base = r.dev.Counters()

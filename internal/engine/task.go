@@ -54,6 +54,30 @@ func (t *task) schedule() {
 	}
 }
 
+// kick makes sure a turn runs soon without running it here: an idle task
+// is handed to the device worker, a busy one is armed. A poster uses it
+// when earlier work is still under way, so that the posts made until it
+// yields (to poll its CQ, say) are sent by one turn in one flush: a
+// doorbell rung once for many WQEs. Under GOMAXPROCS=1 the worker runs
+// only when the poster yields, which is the point.
+func (t *task) kick() {
+	for {
+		switch t.state.Load() {
+		case taskIdle:
+			if t.state.CompareAndSwap(taskIdle, taskBusy) {
+				t.handoff()
+				return
+			}
+		case taskBusy:
+			if t.state.CompareAndSwap(taskBusy, taskArmed) {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
 // loop runs turns as the owner until no work is left, or hands the task
 // over after limit turns that all had more work (limit < 0: no limit).
 func (t *task) loop(limit int) {
