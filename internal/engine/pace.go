@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/goverbs/goverbs/internal/wire"
+)
+
+// Pacing of READ response streams. A READ requester acknowledges nothing,
+// so a responder sending at host speed into a slower receiver (Linux rxe in
+// a VM, a loaded core) overruns its queue, and go-back-N (IBA 9.7.5.1.3)
+// makes the requester ask again from the first lost PSN — every response
+// after the loss was wasted. The one loss signal is a READ asked again for
+// PSNs already sent. The pacer turns it into a rate: unlimited until the
+// first loss, then a token bucket whose rate backs off to what the receiver
+// took in order (multiplicative decrease) and grows slowly while no loss
+// comes (additive increase), as TCP's congestion avoidance does per RTT.
+const (
+	// paceMinRate bounds the backed-off rate below, so a lone loss on a
+	// fast link does not stall the stream: 1 MiB/s.
+	paceMinRate = 1 << 20
+	// paceMaxRate is where a recovered rate stops pacing altogether.
+	paceMaxRate = 8 << 30
+	// paceBurst is how long a full bucket sends at the rate; with
+	// paceMinBurst below, it sets the bucket's depth. Go timers fire about
+	// a millisecond late when idle, so a shallower bucket would not reach
+	// the rate.
+	paceBurst = 2 * time.Millisecond
+	// paceMinBurst is the least a full bucket holds, in bytes: a burst a
+	// receiver's ring takes without loss (64 packets of 1 KiB).
+	paceMinBurst = 64 << 10
+	// paceMaxStep bounds the time one refill credits, so an idle stream
+	// neither banks tokens beyond the bucket nor grows its rate.
+	paceMaxStep = 10 * time.Millisecond
+	// paceMinSample is the shortest epoch whose delivery rate is trusted.
+	paceMinSample = time.Millisecond
+	// paceGrowth is the additive increase: the rate set by a loss, divided
+	// by it, is added per second of sending (1/16: four seconds from 3/4
+	// of the estimate back to it).
+	paceGrowth = 16
+)
+
+// pacer is a token bucket with an adaptive rate. Owned by the QP's turn.
+type pacer struct {
+	rate   int64     // bytes per second; 0: unpaced (no loss seen, or recovered)
+	incr   int64     // additive increase, bytes per second per second
+	tokens int64     // bytes that may be sent now; negative when overdrawn
+	last   time.Time // when tokens were last credited
+	// The epoch: sending since the streams last started from idle or the
+	// last loss. A loss estimates the receiver's rate from it; it outlives
+	// the streams, as a READ asked again comes after its responses.
+	epoch   time.Time
+	from    wire.PSN // of the epoch's first response
+	sent    int64    // bytes sent in the epoch
+	running bool     // streams have been sending since the epoch began
+}
+
+// begin starts an epoch at the response psn, unless the streams are
+// running.
+func (p *pacer) begin(now time.Time, psn wire.PSN) {
+	if !p.running {
+		p.epoch, p.from, p.sent, p.running = now, psn, 0, true
+	}
+}
+
+// idle notes that the streams ran out; the next begin starts an epoch.
+func (p *pacer) idle() { p.running = false }
+
+// blocked reports whether the bucket is empty: the stream waits for next.
+func (p *pacer) blocked() bool { return p.rate > 0 && p.tokens <= 0 }
+
+// ready credits the time since the last call and reports whether a packet
+// may be sent now.
+func (p *pacer) ready(now time.Time) bool {
+	if p.rate == 0 {
+		return true
+	}
+	depth := max(p.rate*int64(paceBurst)/int64(time.Second), paceMinBurst)
+	if p.last.IsZero() {
+		p.tokens, p.last = depth, now
+		return true
+	}
+	dt := min(now.Sub(p.last), paceMaxStep)
+	if dt > 0 {
+		p.last = now
+		p.tokens = min(p.tokens+p.rate*int64(dt)/int64(time.Second), depth)
+		p.rate += p.incr * int64(dt) / int64(time.Second)
+		if p.rate >= paceMaxRate {
+			*p = pacer{epoch: p.epoch, from: p.from, sent: p.sent, running: p.running}
+		}
+	}
+	return p.tokens > 0
+}
+
+// spend takes n bytes sent.
+func (p *pacer) spend(n int) {
+	p.sent += int64(n)
+	if p.rate > 0 {
+		p.tokens -= int64(n)
+	}
+}
+
+// next returns when ready can next report true: once the overdrawn bucket
+// holds a byte again.
+func (p *pacer) next() time.Time {
+	owed := 1 - p.tokens
+	return p.last.Add(time.Duration(owed * int64(time.Second) / p.rate))
+}
+
+// loss backs the rate off after a READ was asked again from psn: the
+// requester took the epoch's responses before psn in order, then lost one.
+// The new rate is 3/4 of the lower of the current rate and that delivery
+// rate, or half the current rate if psn is before the epoch; unpaced, the
+// epoch's send rate stands for the current rate. A new epoch starts at psn.
+func (p *pacer) loss(now time.Time, psn wire.PSN, mtu uint32) {
+	el := now.Sub(p.epoch).Seconds()
+	ok := !p.epoch.IsZero() && el >= paceMinSample.Seconds()
+	cur := p.rate
+	if cur == 0 {
+		cur = paceMaxRate
+		if ok {
+			cur = min(cur, int64(float64(p.sent)/el))
+		}
+	}
+	r := cur / 2
+	if d := psn.Diff(p.from); ok && d >= 0 {
+		delivered := min(int64(d)*int64(mtu), p.sent)
+		r = min(cur, int64(float64(delivered)/el)) * 3 / 4
+	}
+	r = max(r, paceMinRate)
+	*p = pacer{rate: r, incr: r / paceGrowth, epoch: now, from: psn, running: true}
+}
