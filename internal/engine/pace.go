@@ -8,7 +8,7 @@ import (
 
 // Pacing of READ response streams. A READ requester acknowledges nothing,
 // so a responder sending at host speed into a slower receiver (Linux rxe in
-// a VM, a loaded core) overruns its queue, and go-back-N (IBA 9.7.5.1.3)
+// a VM, a loaded core) overruns its queue, and go-back-N (ROCEV2.md §8.3)
 // makes the requester ask again from the first lost PSN — every response
 // after the loss was wasted. The one loss signal is a READ asked again for
 // PSNs already sent. The pacer turns it into a rate: unlimited until the
@@ -29,15 +29,15 @@ const (
 	// paceMinBurst is the least a full bucket holds, in bytes: a burst a
 	// receiver's ring takes without loss (64 packets of 1 KiB).
 	paceMinBurst = 64 << 10
-	// paceMaxStep bounds the time one refill credits, so an idle stream
-	// neither banks tokens beyond the bucket nor grows its rate.
+	// paceMaxStep bounds the time one refill credits to the rate's growth:
+	// time without streams to send shows nothing about the receiver.
 	paceMaxStep = 10 * time.Millisecond
 	// paceMinSample is the shortest epoch whose delivery rate is trusted.
 	paceMinSample = time.Millisecond
 	// paceGrowth is the additive increase: the rate set by a loss, divided
-	// by it, is added per second of sending (1/16: four seconds from 3/4
-	// of the estimate back to it).
-	paceGrowth = 16
+	// by it, is added per second of sending (1/8: the rate doubles in
+	// eight seconds without loss).
+	paceGrowth = 8
 )
 
 // pacer is a token bucket with an adaptive rate. Owned by the QP's turn.
@@ -109,9 +109,12 @@ func (p *pacer) next() time.Time {
 
 // loss backs the rate off after a READ was asked again from psn: the
 // requester took the epoch's responses before psn in order, then lost one.
-// The new rate is 3/4 of the lower of the current rate and that delivery
-// rate, or half the current rate if psn is before the epoch; unpaced, the
-// epoch's send rate stands for the current rate. A new epoch starts at psn.
+// The new rate is the lower of the current rate and that delivery rate, or
+// half the current rate if psn is before the epoch; unpaced, the epoch's
+// send rate stands for the current rate. The delivery rate is on the low
+// side, which leaves the receiver headroom: the time runs until the READ
+// came back, and the responses the requester took and dropped after the
+// lost one do not count.
 func (p *pacer) loss(now time.Time, psn wire.PSN, mtu uint32) {
 	el := now.Sub(p.epoch).Seconds()
 	ok := !p.epoch.IsZero() && el >= paceMinSample.Seconds()
@@ -125,7 +128,7 @@ func (p *pacer) loss(now time.Time, psn wire.PSN, mtu uint32) {
 	r := cur / 2
 	if d := psn.Diff(p.from); ok && d >= 0 {
 		delivered := min(int64(d)*int64(mtu), p.sent)
-		r = min(cur, int64(float64(delivered)/el)) * 3 / 4
+		r = min(cur, int64(float64(delivered)/el))
 	}
 	r = max(r, paceMinRate)
 	*p = pacer{rate: r, incr: r / paceGrowth, epoch: now, from: psn, running: true}
