@@ -69,21 +69,26 @@ func (p *pacer) idle() { p.running = false }
 // blocked reports whether the bucket is empty: the stream waits for next.
 func (p *pacer) blocked() bool { return p.rate > 0 && p.tokens <= 0 }
 
-// ready credits the time since the last call and reports whether a packet
-// may be sent now.
+// depth is how many bytes a full bucket holds.
+func (p *pacer) depth() int64 {
+	return max(p.rate*int64(paceBurst)/int64(time.Second), paceMinBurst)
+}
+
+// ready credits the time since the last credit and reports whether a
+// packet may be sent now.
 func (p *pacer) ready(now time.Time) bool {
 	if p.rate == 0 {
 		return true
 	}
-	depth := max(p.rate*int64(paceBurst)/int64(time.Second), paceMinBurst)
 	if p.last.IsZero() {
-		p.tokens, p.last = depth, now
+		p.tokens, p.last = p.depth(), now
 		return true
 	}
 	dt := min(now.Sub(p.last), paceMaxStep)
-	if dt > 0 {
+	// Credit whole bytes only; the rest of dt counts at the next call.
+	if credit := p.rate * int64(dt) / int64(time.Second); credit > 0 {
 		p.last = now
-		p.tokens = min(p.tokens+p.rate*int64(dt)/int64(time.Second), depth)
+		p.tokens = min(p.tokens+credit, p.depth())
 		p.rate += p.incr * int64(dt) / int64(time.Second)
 		if p.rate >= paceMaxRate {
 			*p = pacer{epoch: p.epoch, from: p.from, sent: p.sent, running: p.running}
@@ -100,21 +105,22 @@ func (p *pacer) spend(n int) {
 	}
 }
 
-// next returns when ready can next report true: once the overdrawn bucket
-// holds a byte again.
+// next returns when a blocked stream should look again: once the bucket
+// is half full, so that a wake-up sends a burst rather than a packet.
 func (p *pacer) next() time.Time {
-	owed := 1 - p.tokens
+	owed := p.depth()/2 - p.tokens
 	return p.last.Add(time.Duration(owed * int64(time.Second) / p.rate))
 }
 
 // loss backs the rate off after a READ was asked again from psn: the
 // requester took the epoch's responses before psn in order, then lost one.
-// The new rate is the lower of the current rate and that delivery rate, or
-// half the current rate if psn is before the epoch; unpaced, the epoch's
-// send rate stands for the current rate. The delivery rate is on the low
-// side, which leaves the receiver headroom: the time runs until the READ
-// came back, and the responses the requester took and dropped after the
-// lost one do not count.
+// The new rate is that delivery rate, kept within a quarter of the current
+// rate and the current rate, or half the current rate if psn is before the
+// epoch; unpaced, the epoch's send rate stands for the current rate. The
+// delivery rate is on the low side — the time runs until the READ came
+// back, which may be the requester's ACK timeout, and the responses it
+// took and dropped after the lost one do not count — hence the bound.
+// A new epoch starts at psn.
 func (p *pacer) loss(now time.Time, psn wire.PSN, mtu uint32) {
 	el := now.Sub(p.epoch).Seconds()
 	ok := !p.epoch.IsZero() && el >= paceMinSample.Seconds()
@@ -128,7 +134,7 @@ func (p *pacer) loss(now time.Time, psn wire.PSN, mtu uint32) {
 	r := cur / 2
 	if d := psn.Diff(p.from); ok && d >= 0 {
 		delivered := min(int64(d)*int64(mtu), p.sent)
-		r = min(cur, int64(float64(delivered)/el))
+		r = min(max(int64(float64(delivered)/el), cur/4), cur)
 	}
 	r = max(r, paceMinRate)
 	*p = pacer{rate: r, incr: r / paceGrowth, epoch: now, from: psn, running: true}
