@@ -114,27 +114,30 @@ func (p *pacer) next() time.Time {
 
 // loss backs the rate off after a READ was asked again from psn: the
 // requester took the epoch's responses before psn in order, then lost one.
-// The new rate is that delivery rate, kept within a quarter of the current
-// rate and the current rate, or half the current rate if psn is before the
-// epoch; unpaced, the epoch's send rate stands for the current rate. The
+// The new rate is that delivery rate, kept between the current rate and a
+// fraction of it: half, or a quarter at the first loss, whose current rate
+// is only what the host could send (the epoch's send rate). Without a
+// delivery rate (psn before the epoch) it is half the current rate. The
 // delivery rate is on the low side — the time runs until the READ came
 // back, which may be the requester's ACK timeout, and the responses it
-// took and dropped after the lost one do not count — hence the bound.
+// took and dropped after the lost one do not count — hence the bound,
+// which also keeps a run of losses from collapsing the rate at once.
 // A new epoch starts at psn.
 func (p *pacer) loss(now time.Time, psn wire.PSN, mtu uint32) {
 	el := now.Sub(p.epoch).Seconds()
 	ok := !p.epoch.IsZero() && el >= paceMinSample.Seconds()
-	cur := p.rate
+	cur, least := p.rate, p.rate/2
 	if cur == 0 {
 		cur = paceMaxRate
 		if ok {
 			cur = min(cur, int64(float64(p.sent)/el))
 		}
+		least = cur / 4
 	}
 	r := cur / 2
 	if d := psn.Diff(p.from); ok && d >= 0 {
 		delivered := min(int64(d)*int64(mtu), p.sent)
-		r = min(max(int64(float64(delivered)/el), cur/4), cur)
+		r = min(max(int64(float64(delivered)/el), least), cur)
 	}
 	r = max(r, paceMinRate)
 	*p = pacer{rate: r, incr: r / paceGrowth, epoch: now, from: psn, running: true}

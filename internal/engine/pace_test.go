@@ -26,8 +26,9 @@ func TestPacerUnpacedUntilLoss(t *testing.T) {
 	}
 }
 
-// A loss sets the rate the requester took in order: 1000 packets of 1 KiB
-// in 100 ms are 10 MB/s, within [cur/4, cur] of the 100 MB/s sent.
+// A loss sets the rate the requester took in order: 1000 packets of 1000
+// bytes in 100 ms are 10 MB/s, which the first loss may go down to from
+// what was sent (a quarter of it at most).
 func TestPacerLossTakesDeliveryRate(t *testing.T) {
 	var p pacer
 	p.begin(t0, 10)
@@ -45,6 +46,12 @@ func TestPacerLossTakesDeliveryRate(t *testing.T) {
 	}
 	if p.incr != p.rate/paceGrowth || p.from != 10+1000 || !p.epoch.Equal(t0.Add(100*time.Millisecond)) {
 		t.Errorf("after the loss: incr %d, epoch %v from %v; want rate/%d and a new epoch at the loss", p.incr, p.epoch, p.from, paceGrowth)
+	}
+	// Paced, one loss at most halves the rate, however low the estimate
+	// (100 packets in 100 ms, 1 MB/s).
+	p.loss(t0.Add(200*time.Millisecond), 1010+100, 1000)
+	if want := int64(5_000_000); p.rate != want {
+		t.Errorf("rate %d after a second loss, want half of 10 MB/s", p.rate)
 	}
 }
 
