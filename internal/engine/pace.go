@@ -35,8 +35,8 @@ const (
 	// paceMinSample is the shortest epoch whose delivery rate is trusted.
 	paceMinSample = time.Millisecond
 	// paceGrowth is the additive increase: the rate set by a loss, divided
-	// by it, is added per second of sending (1/8: the rate doubles in
-	// eight seconds without loss).
+	// by it, is added per second of sending (1/8: doubled in eight seconds
+	// without loss).
 	paceGrowth = 8
 )
 
@@ -106,9 +106,12 @@ func (p *pacer) spend(n int) {
 }
 
 // next returns when a blocked stream should look again: once the bucket
-// is half full, so that a wake-up sends a burst rather than a packet.
+// holds a millisecond's worth, or half its depth if that is less. A
+// wake-up then sends a burst rather than a packet, yet the stream never
+// falls silent for long: a requester's ACK timer runs while it waits for
+// the next response, and its timeout would look like a loss.
 func (p *pacer) next() time.Time {
-	owed := p.depth()/2 - p.tokens
+	owed := min(p.depth()/2, p.rate/1000) - p.tokens
 	return p.last.Add(time.Duration(owed * int64(time.Second) / p.rate))
 }
 

@@ -88,11 +88,11 @@ func TestPacerRate(t *testing.T) {
 		if !p.blocked() {
 			t.Fatal("pacer not ready but not blocked")
 		}
-		// Blocked, it looks again once half a bucket is back (and the
-		// part of a packet it overdrew).
-		full := time.Duration((p.depth() + 2*1024) * int64(time.Second) / p.rate)
-		if nx := p.next(); !nx.After(now) || nx.After(now.Add(full/2)) {
-			t.Fatalf("next %v, want within %v after %v", nx.Sub(now), full/2, now)
+		// Blocked, it looks again within a millisecond (and the part of
+		// a packet it overdrew).
+		most := time.Millisecond + time.Duration(1024*int64(time.Second)/p.rate)
+		if nx := p.next(); !nx.After(now) || nx.After(now.Add(most)) {
+			t.Fatalf("next %v, want within %v after %v", nx.Sub(now), most, now)
 		}
 		now = now.Add(time.Millisecond)
 	}
@@ -191,7 +191,7 @@ func TestReadStreamRows(t *testing.T) {
 		}, {
 			in: &pkt{op: wire.RCSendOnly, psn: 2, ack: true, payload: []byte("after")},
 		}, {
-			sleep: 40 * time.Millisecond, // half a bucket at 1 MiB/s is 31 ms
+			sleep: 10 * time.Millisecond,
 			want: []out{resp(wire.RCReadResponseOnly, 0, 1, data[:16]), resp(wire.RCReadResponseOnly, 1, 2, data[16:32]),
 				ack(2, 3)},
 		}},
