@@ -22,16 +22,18 @@ const (
 	// paceMaxRate is where a recovered rate stops pacing altogether.
 	paceMaxRate = 8 << 30
 	// paceBurst is how long a full bucket sends at the rate; with
-	// paceMinBurst below, it sets the bucket's depth. Go timers fire about
-	// a millisecond late when idle, so a shallower bucket would not reach
-	// the rate.
-	paceBurst = 2 * time.Millisecond
+	// paceMinBurst below, it sets the bucket's depth. A stream catches up
+	// after a late wake-up by at most this much, and Go timers fire a
+	// millisecond or more late on a busy host, so a shallower bucket would
+	// not reach the rate.
+	paceBurst = 5 * time.Millisecond
 	// paceMinBurst is the least a full bucket holds, in bytes: a burst a
 	// receiver's ring takes without loss (64 packets of 1 KiB).
 	paceMinBurst = 64 << 10
-	// paceMaxStep bounds the time one refill credits to the rate's growth:
-	// time without streams to send shows nothing about the receiver.
-	paceMaxStep = 10 * time.Millisecond
+	// paceMaxStep bounds the time one credit counts: for the rate's growth,
+	// as time without streams to send shows nothing about the receiver,
+	// and for a waiting stream's catch-up after a late wake-up.
+	paceMaxStep = 20 * time.Millisecond
 	// paceMinSample is the shortest epoch whose delivery rate is trusted.
 	paceMinSample = time.Millisecond
 	// paceGrowth is the additive increase: the rate set by a loss, divided
@@ -46,13 +48,18 @@ type pacer struct {
 	incr   int64     // additive increase, bytes per second per second
 	tokens int64     // bytes that may be sent now; negative when overdrawn
 	last   time.Time // when tokens were last credited
+	// waiting is set while a stream waits for tokens: what a late wake-up
+	// owes it is credited beyond the bucket's depth, since the receiver
+	// kept draining meanwhile.
+	waiting bool
 	// The epoch: sending since the streams last started from idle or the
 	// last loss. A loss estimates the receiver's rate from it; it outlives
 	// the streams, as a READ asked again comes after its responses.
 	epoch   time.Time
-	from    wire.PSN // of the epoch's first response
-	sent    int64    // bytes sent in the epoch
-	running bool     // streams have been sending since the epoch began
+	from    wire.PSN  // of the epoch's first response
+	sent    int64     // bytes sent in the epoch
+	sentAt  time.Time // when the epoch's last byte was sent
+	running bool      // streams have been sending since the epoch began
 }
 
 // begin starts an epoch at the response psn, unless the streams are
@@ -87,19 +94,28 @@ func (p *pacer) ready(now time.Time) bool {
 	dt := min(now.Sub(p.last), paceMaxStep)
 	// Credit whole bytes only; the rest of dt counts at the next call.
 	if credit := p.rate * int64(dt) / int64(time.Second); credit > 0 {
-		p.last = now
-		p.tokens = min(p.tokens+credit, p.depth())
+		limit := p.depth()
+		if p.waiting {
+			limit = max(limit, p.tokens+credit)
+		}
+		p.last, p.waiting = now, false
+		p.tokens = min(p.tokens+credit, limit)
 		p.rate += p.incr * int64(dt) / int64(time.Second)
 		if p.rate >= paceMaxRate {
-			*p = pacer{epoch: p.epoch, from: p.from, sent: p.sent, running: p.running}
+			*p = pacer{epoch: p.epoch, from: p.from, sent: p.sent, sentAt: p.sentAt, running: p.running}
 		}
 	}
-	return p.tokens > 0
+	if p.tokens > 0 {
+		return true
+	}
+	p.waiting = true
+	return false
 }
 
-// spend takes n bytes sent.
-func (p *pacer) spend(n int) {
+// spend takes n bytes sent at now.
+func (p *pacer) spend(now time.Time, n int) {
 	p.sent += int64(n)
+	p.sentAt = now
 	if p.rate > 0 {
 		p.tokens -= int64(n)
 	}
@@ -119,21 +135,25 @@ func (p *pacer) next() time.Time {
 // requester took the epoch's responses before psn in order, then lost one.
 // The new rate is that delivery rate, kept between the current rate and a
 // fraction of it: half, or a quarter at the first loss, whose current rate
-// is only what the host could send (the epoch's send rate). Without a
-// delivery rate (psn before the epoch) it is half the current rate. The
-// delivery rate is on the low side — the time runs until the READ came
-// back, which may be the requester's ACK timeout, and the responses it
-// took and dropped after the lost one do not count — hence the bound,
-// which also keeps a run of losses from collapsing the rate at once.
-// A new epoch starts at psn.
+// is only what the host could send (the epoch's send rate, over the time
+// it was sending). Without a delivery rate (psn before the epoch) it is
+// half the current rate. The delivery rate is on the low side — the time
+// runs until the READ came back, which may be the requester's ACK timeout,
+// and the responses it took and dropped after the lost one do not count —
+// hence the bound, which also keeps a run of losses from collapsing the
+// rate at once. A new epoch starts at psn.
 func (p *pacer) loss(now time.Time, psn wire.PSN, mtu uint32) {
 	el := now.Sub(p.epoch).Seconds()
 	ok := !p.epoch.IsZero() && el >= paceMinSample.Seconds()
 	cur, least := p.rate, p.rate/2
 	if cur == 0 {
 		cur = paceMaxRate
-		if ok {
-			cur = min(cur, int64(float64(p.sent)/el))
+		if send := p.sentAt.Sub(p.epoch).Seconds(); ok {
+			// Sent in less time than can be measured: over el, then.
+			if send < paceMinSample.Seconds() {
+				send = el
+			}
+			cur = min(cur, int64(float64(p.sent)/send))
 		}
 		least = cur / 4
 	}
