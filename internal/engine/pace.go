@@ -56,10 +56,9 @@ type pacer struct {
 	// last loss. A loss estimates the receiver's rate from it; it outlives
 	// the streams, as a READ asked again comes after its responses.
 	epoch   time.Time
-	from    wire.PSN  // of the epoch's first response
-	sent    int64     // bytes sent in the epoch
-	sentAt  time.Time // when the epoch's last byte was sent
-	running bool      // streams have been sending since the epoch began
+	from    wire.PSN // of the epoch's first response
+	sent    int64    // bytes sent in the epoch
+	running bool     // streams have been sending since the epoch began
 }
 
 // begin starts an epoch at the response psn, unless the streams are
@@ -102,7 +101,7 @@ func (p *pacer) ready(now time.Time) bool {
 		p.tokens = min(p.tokens+credit, limit)
 		p.rate += p.incr * int64(dt) / int64(time.Second)
 		if p.rate >= paceMaxRate {
-			*p = pacer{epoch: p.epoch, from: p.from, sent: p.sent, sentAt: p.sentAt, running: p.running}
+			*p = pacer{epoch: p.epoch, from: p.from, sent: p.sent, running: p.running}
 		}
 	}
 	if p.tokens > 0 {
@@ -112,10 +111,9 @@ func (p *pacer) ready(now time.Time) bool {
 	return false
 }
 
-// spend takes n bytes sent at now.
-func (p *pacer) spend(now time.Time, n int) {
+// spend takes n bytes sent.
+func (p *pacer) spend(n int) {
 	p.sent += int64(n)
-	p.sentAt = now
 	if p.rate > 0 {
 		p.tokens -= int64(n)
 	}
@@ -135,25 +133,20 @@ func (p *pacer) next() time.Time {
 // requester took the epoch's responses before psn in order, then lost one.
 // The new rate is that delivery rate, kept between the current rate and a
 // fraction of it: half, or a quarter at the first loss, whose current rate
-// is only what the host could send (the epoch's send rate, over the time
-// it was sending). Without a delivery rate (psn before the epoch) it is
-// half the current rate. The delivery rate is on the low side — the time
-// runs until the READ came back, which may be the requester's ACK timeout,
-// and the responses it took and dropped after the lost one do not count —
-// hence the bound, which also keeps a run of losses from collapsing the
-// rate at once. A new epoch starts at psn.
+// is only the epoch's send rate. Without a delivery rate (psn before the
+// epoch) it is half the current rate. The delivery rate is on the low
+// side — the time runs until the READ came back, which may be the
+// requester's ACK timeout, and the responses it took and dropped after the
+// lost one do not count — hence the bound, which also keeps a run of
+// losses from collapsing the rate at once. A new epoch starts at psn.
 func (p *pacer) loss(now time.Time, psn wire.PSN, mtu uint32) {
 	el := now.Sub(p.epoch).Seconds()
 	ok := !p.epoch.IsZero() && el >= paceMinSample.Seconds()
 	cur, least := p.rate, p.rate/2
 	if cur == 0 {
 		cur = paceMaxRate
-		if send := p.sentAt.Sub(p.epoch).Seconds(); ok {
-			// Sent in less time than can be measured: over el, then.
-			if send < paceMinSample.Seconds() {
-				send = el
-			}
-			cur = min(cur, int64(float64(p.sent)/send))
+		if ok {
+			cur = min(cur, int64(float64(p.sent)/el))
 		}
 		least = cur / 4
 	}

@@ -160,7 +160,7 @@ func (qp *QP) streamRead(now time.Time, budget int) int {
 			ref.Release()
 		}
 		qp.xmit.queue(qp, p)
-		pace.spend(now, len(p))
+		pace.spend(len(p))
 		qp.countResponse(r.psn)
 		r.off += size
 		r.started = true
