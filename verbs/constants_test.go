@@ -133,6 +133,7 @@ func TestConstants(t *testing.T) {
 		{"ACKSent", uint64(ACKSent), uint64(engine.ACKSent)},
 		{"LocalACKTimeout", uint64(LocalACKTimeout), uint64(engine.LocalACKTimeout)},
 		{"CQOverflow", uint64(CQOverflow), uint64(engine.CQOverflow)},
+		{"RetransmittedPkts", uint64(RetransmittedPkts), uint64(engine.RetransmittedPkts)},
 		{"DropMalformed", uint64(DropMalformed), uint64(engine.DropMalformed)},
 		{"DropBadICRC", uint64(DropBadICRC), uint64(engine.DropBadICRC)},
 		{"DropUnknownQP", uint64(DropUnknownQP), uint64(engine.DropUnknownQP)},

@@ -31,6 +31,7 @@ const (
 	ACKSent                            // ack_sent: ACKs sent
 	LocalACKTimeout                    // local_ack_timeout_err: retransmit timer expiries
 	CQOverflow                         // cq_overflow: completions lost to a full CQ
+	RetransmittedPkts                  // retransmitted_pkts: packets sent again (go-back-N resends, READ re-requests, READ responses re-sent for a repeated READ)
 
 	// The drop counters, one per reason a received packet is dropped
 	// unanswered; Counters.Drops sums them.
@@ -49,7 +50,7 @@ const (
 // NumCounters is the number of counters; Counter values are 0..NumCounters−1.
 // (Counters.Drops converts a snapshot to the engine's, which compiles only
 // while the engine has as many.)
-const NumCounters = 28
+const NumCounters = 29
 
 // String returns the counter's name ("sent_pkts"), or "Counter(n)" for a
 // value that names no counter.

@@ -27,6 +27,7 @@ const (
 	ACKSent                               // ACKs sent
 	LocalACKTimeout                       // retransmit timer expiries
 	CQOverflow                            // completions lost to a full CQ
+	RetransmittedPkts                     // packets sent again: go-back-N resends, READ re-requests, re-sent READ responses
 	DropMalformed                         // failed wire validation
 	DropBadICRC                           // ICRC mismatch
 	DropUnknownQP                         // DestQP names no QP
@@ -59,6 +60,7 @@ var counterNames = [numCounters]string{
 	ACKSent:                "ack_sent",
 	LocalACKTimeout:        "local_ack_timeout_err",
 	CQOverflow:             "cq_overflow",
+	RetransmittedPkts:      "retransmitted_pkts",
 	DropMalformed:          "drop_malformed",
 	DropBadICRC:            "drop_bad_icrc",
 	DropUnknownQP:          "drop_unknown_qp",

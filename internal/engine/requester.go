@@ -145,6 +145,11 @@ func (qp *QP) startWQE(w *sendWQE) bool {
 // sendNext sends the WQE's next packet.
 func (qp *QP) sendNext(w *sendWQE, now time.Time) {
 	f := qp.bth(0, qp.req.psn) // the opcode is chosen below
+	if qp.req.psn.Less(qp.req.maxPSN) {
+		// Behind the highest PSN sent: a go-back-N resend, or a READ
+		// asked again for what has not arrived.
+		qp.dev.counters.inc(RetransmittedPkts)
+	}
 	switch {
 	case w.opcode == ib.WRRDMARead:
 		// After a retry, ask only for what has not arrived (doc/protocol.md §8.3).

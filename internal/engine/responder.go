@@ -24,6 +24,9 @@ type responder struct {
 	res        []resource // responder resources (max_dest_rd_atomic)
 	resNext    int
 	read       readStream // READ responses still to send
+	readQ      readQueue  // READs accepted behind read
+	sent       readSent   // READ responses sent, for pace and the retransmission count
+	pace       pacer      // paces the READ responses
 }
 
 // writeState is the RDMA WRITE in progress, from its RETH.

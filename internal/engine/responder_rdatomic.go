@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"time"
+
 	"github.com/goverbs/goverbs/internal/ib"
 	"github.com/goverbs/goverbs/internal/mem"
 	"github.com/goverbs/goverbs/internal/wire"
@@ -29,8 +31,10 @@ func (qp *QP) respRead(p wire.Packet, psn wire.PSN) respOutcome {
 	return respDone
 }
 
-// readStream is a READ whose responses are being sent, a turn's budget at
-// a time; requests behind it wait, so responses stay in PSN order.
+// readStream is a READ whose responses are being sent, as the pacer
+// allows and a turn's budget at a time. Responses go out in PSN order
+// (doc/protocol.md §7.3), so every request that is answered waits behind it,
+// except READs, which queue behind it (readQueue).
 type readStream struct {
 	active  bool
 	started bool // a response of this READ has been sent
@@ -40,29 +44,106 @@ type readStream struct {
 	off     uint32   // bytes sent
 	psn     wire.PSN // of the next response
 	reqPSN  wire.PSN // of the request, for a NAK
+	msn     uint32   // for the AETH: the MSN once this READ was accepted (doc/protocol.md §7.2)
 }
 
-// startRead queues the responses for length bytes at va, numbered from psn
-// (doc/protocol.md §5.2). A pending coalesced ACK goes first.
+// maxQueuedReads bounds the READs queued behind the one being sent; a
+// READ beyond it waits in the inbound queue.
+const maxQueuedReads = 16
+
+// readQueue holds the READs accepted while another one is being sent.
+// Like the stream, it is dropped with the responder at RTR.
+type readQueue struct {
+	q       [maxQueuedReads]readStream
+	head, n int
+}
+
+func (q *readQueue) push(s *readStream) {
+	q.q[(q.head+q.n)%maxQueuedReads] = *s
+	q.n++
+}
+
+func (q *readQueue) pop() *readStream {
+	s := &q.q[q.head]
+	q.head = (q.head + 1) % maxQueuedReads
+	q.n--
+	return s
+}
+
+// readSent tracks the responses sent, for the pacer's loss signal and the
+// retransmission count.
+type readSent struct {
+	valid bool     // a response was sent: high and max mean something
+	high  wire.PSN // one past the highest response sent since the last loss
+	max   wire.PSN // one past the highest response ever sent
+	// loss is set when a READ is asked again from lossPSN; the next turn
+	// backs the pacer off, as it knows the time.
+	loss    bool
+	lossPSN wire.PSN
+}
+
+// startRead sends the responses for length bytes at va, numbered from psn
+// (doc/protocol.md §5.2), after the READs before it. A pending coalesced ACK
+// goes first.
 func (qp *QP) startRead(va uint64, rkey, length uint32, psn wire.PSN) {
+	s := readStream{active: true, va: va, rkey: rkey, length: length, psn: psn, reqPSN: psn, msn: qp.resp.msn}
+	if qp.resp.read.active {
+		qp.resp.readQ.push(&s)
+		return
+	}
 	qp.sendPendingACK()
-	qp.resp.read = readStream{active: true, va: va, rkey: rkey, length: length, psn: psn, reqPSN: psn}
+	qp.resp.read = s
 }
 
-// streamRead sends up to budget READ response packets — FIRST/MIDDLE/LAST
-// or ONLY by position — and returns how many. The key is checked again for
-// every packet, so a region deregistered mid-read ends it with a NAK.
-func (qp *QP) streamRead(budget int) int {
-	r := &qp.resp.read
+// readWaits reports whether the request p must wait for the READ streams
+// to end: its answer would overtake their responses. READs at or before
+// the expected PSN pass, to queue or to restart a stream, while the queue
+// has room; so does every response to this QP's own requests.
+func (qp *QP) readWaits(p wire.Packet) bool {
+	info := p.Info()
+	if !qp.resp.read.active || !info.Is(wire.OpRequest) {
+		return false
+	}
+	return !info.Is(wire.OpRead) || p.BTH().PSN().Diff(qp.resp.psn) > 0 ||
+		qp.resp.readQ.n == maxQueuedReads
+}
+
+// repeatRead answers a READ asked again from psn. Asked for responses
+// sent since the last loss, it is a loss signal: the requester went back
+// to psn (go-back-N, doc/protocol.md §8.3) and drops whatever follows until
+// psn arrives, so the streams under way and queued are dropped, this one
+// starts, and the pacer backs off. Otherwise it is one of the READs the
+// requester asks again after such a loss, and queues.
+func (qp *QP) repeatRead(va uint64, rkey, length uint32, psn wire.PSN) {
+	if s := &qp.resp.sent; s.valid && psn.Less(s.high) {
+		s.high = psn
+		s.loss, s.lossPSN = true, psn
+		qp.resp.read.active = false
+		qp.resp.readQ = readQueue{}
+	}
+	qp.startRead(va, rkey, length, psn)
+}
+
+// streamRead sends READ response packets — FIRST/MIDDLE/LAST or ONLY by
+// position — while the pacer and budget allow, and returns how many. The
+// key is checked again for every packet, so a region deregistered
+// mid-read ends it with a NAK.
+func (qp *QP) streamRead(now time.Time, budget int) int {
+	r, sent, pace := &qp.resp.read, &qp.resp.sent, &qp.resp.pace
+	if sent.loss {
+		sent.loss = false
+		pace.loss(now, sent.lossPSN, qp.mtu)
+	}
 	n := 0
-	for ; r.active && n < budget; n++ {
+	for ; r.active && n < budget && pace.ready(now); n++ {
+		pace.begin(now, r.psn)
 		resid := r.length - r.off
 		pos := positionOf(r.started, resid, qp.mtu)
 		size := min(resid, qp.mtu)
 		f := qp.bth(readResponseOpcodes[pos], r.psn)
 		p := qp.xmit.start(qp, &f, int(size))
 		if h := p.AETH(); h != nil {
-			h.Encode(&wire.AETHFields{Syndrome: wire.ACKSyndrome(wire.CreditsUnlimited), MSN: qp.resp.msn})
+			h.Encode(&wire.AETHFields{Syndrome: wire.ACKSyndrome(wire.CreditsUnlimited), MSN: r.msn})
 		}
 		crc := p.StartICRC(&qp.env)
 		if size > 0 {
@@ -81,14 +162,39 @@ func (qp *QP) streamRead(budget int) int {
 		}
 		p.SealICRCState(crc)
 		qp.xmit.queueSealed(qp, p)
+		pace.spend(len(p))
+		qp.countResponse(r.psn)
 		r.off += size
 		r.started = true
 		r.psn = r.psn.Next()
 		if pos == posLast || pos == posOnly {
 			r.active = false
+			if qp.resp.readQ.n > 0 {
+				*r = *qp.resp.readQ.pop()
+			} else {
+				pace.idle()
+			}
 		}
 	}
 	return n
+}
+
+// countResponse notes the READ response psn sent, counting it as
+// retransmitted if a response at or past it was sent before.
+func (qp *QP) countResponse(psn wire.PSN) {
+	s, next := &qp.resp.sent, psn.Next()
+	switch {
+	case !s.valid:
+		s.valid, s.high, s.max = true, next, next
+		return
+	case psn.Less(s.max):
+		qp.dev.counters.inc(RetransmittedPkts)
+	default:
+		s.max = next
+	}
+	if s.high.Less(next) {
+		s.high = next
+	}
 }
 
 // respAtomic executes COMPARE SWAP or FETCH ADD with a CPU atomic on the
@@ -160,7 +266,7 @@ func (qp *QP) duplicate(p wire.Packet, psn wire.PSN) respOutcome {
 			if reth.RKey() != res.rkey || reth.VA() < res.va || reth.VA()+uint64(reth.DMALength()) > end {
 				return respDupDrop
 			}
-			qp.startRead(reth.VA(), reth.RKey(), reth.DMALength(), psn)
+			qp.repeatRead(reth.VA(), reth.RKey(), reth.DMALength(), psn)
 			return respDupRead
 		}
 	case info.Is(wire.OpAtomic):

@@ -6,7 +6,7 @@ import (
 )
 
 // refICRCv4 is the ICRC of p's transport bytes in the IPv4 datagram e
-// describes, from the masked pseudo-header written out by hand (ROCEV2.md
+// describes, from the masked pseudo-header written out by hand (doc/protocol.md
 // §4.1) and the bitwise CRC, independent of ICRC.
 func refICRCv4(e *Envelope, p Packet) uint32 {
 	udpLen := 8 + len(p)

@@ -1,0 +1,160 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/goverbs/goverbs/internal/wire"
+)
+
+// Pacing of READ response streams. A READ requester acknowledges nothing,
+// so a responder sending at host speed into a slower receiver (Linux rxe in
+// a VM, a loaded core) overruns its queue, and go-back-N (doc/protocol.md §8.3)
+// makes the requester ask again from the first lost PSN — every response
+// after the loss was wasted. The one loss signal is a READ asked again for
+// PSNs already sent. The pacer turns it into a rate: unlimited until the
+// first loss, then a token bucket whose rate backs off to what the receiver
+// took in order (multiplicative decrease) and grows slowly while no loss
+// comes (additive increase), as TCP's congestion avoidance does per RTT.
+const (
+	// paceMinRate bounds the backed-off rate below, so a lone loss on a
+	// fast link does not stall the stream: 1 MiB/s.
+	paceMinRate = 1 << 20
+	// paceMaxRate is where a recovered rate stops pacing altogether.
+	paceMaxRate = 8 << 30
+	// paceBurst is how long a full bucket sends at the rate; with
+	// paceMinBurst below, it sets the bucket's depth. A stream catches up
+	// after a late wake-up by at most this much, and Go timers fire a
+	// millisecond or more late on a busy host, so a shallower bucket would
+	// not reach the rate.
+	paceBurst = 5 * time.Millisecond
+	// paceMinBurst is the least a full bucket holds, in bytes: a burst a
+	// receiver's ring takes without loss (64 packets of 1 KiB).
+	paceMinBurst = 64 << 10
+	// paceMaxStep bounds the time one credit counts: for the rate's growth,
+	// as time without streams to send shows nothing about the receiver,
+	// and for a waiting stream's catch-up after a late wake-up.
+	paceMaxStep = 20 * time.Millisecond
+	// paceMinSample is the shortest epoch whose delivery rate is trusted.
+	paceMinSample = time.Millisecond
+	// paceGrowth is the additive increase: the rate set by a loss, divided
+	// by it, is added per second of sending (1/8: doubled in eight seconds
+	// without loss).
+	paceGrowth = 8
+)
+
+// pacer is a token bucket with an adaptive rate. Owned by the QP's turn.
+type pacer struct {
+	rate   int64     // bytes per second; 0: unpaced (no loss seen, or recovered)
+	incr   int64     // additive increase, bytes per second per second
+	tokens int64     // bytes that may be sent now; negative when overdrawn
+	last   time.Time // when tokens were last credited
+	// waiting is set while a stream waits for tokens: what a late wake-up
+	// owes it is credited beyond the bucket's depth, since the receiver
+	// kept draining meanwhile.
+	waiting bool
+	// The epoch: sending since the streams last started from idle or the
+	// last loss. A loss estimates the receiver's rate from it; it outlives
+	// the streams, as a READ asked again comes after its responses.
+	epoch   time.Time
+	from    wire.PSN // of the epoch's first response
+	sent    int64    // bytes sent in the epoch
+	running bool     // streams have been sending since the epoch began
+}
+
+// begin starts an epoch at the response psn, unless the streams are
+// running.
+func (p *pacer) begin(now time.Time, psn wire.PSN) {
+	if !p.running {
+		p.epoch, p.from, p.sent, p.running = now, psn, 0, true
+	}
+}
+
+// idle notes that the streams ran out; the next begin starts an epoch.
+func (p *pacer) idle() { p.running = false }
+
+// blocked reports whether the bucket is empty: the stream waits for next.
+func (p *pacer) blocked() bool { return p.rate > 0 && p.tokens <= 0 }
+
+// depth is how many bytes a full bucket holds.
+func (p *pacer) depth() int64 {
+	return max(p.rate*int64(paceBurst)/int64(time.Second), paceMinBurst)
+}
+
+// ready credits the time since the last credit and reports whether a
+// packet may be sent now.
+func (p *pacer) ready(now time.Time) bool {
+	if p.rate == 0 {
+		return true
+	}
+	if p.last.IsZero() {
+		p.tokens, p.last = p.depth(), now
+		return true
+	}
+	dt := min(now.Sub(p.last), paceMaxStep)
+	// Credit whole bytes only; the rest of dt counts at the next call.
+	if credit := p.rate * int64(dt) / int64(time.Second); credit > 0 {
+		limit := p.depth()
+		if p.waiting {
+			limit = max(limit, p.tokens+credit)
+		}
+		p.last, p.waiting = now, false
+		p.tokens = min(p.tokens+credit, limit)
+		p.rate += p.incr * int64(dt) / int64(time.Second)
+		if p.rate >= paceMaxRate {
+			*p = pacer{epoch: p.epoch, from: p.from, sent: p.sent, running: p.running}
+		}
+	}
+	if p.tokens > 0 {
+		return true
+	}
+	p.waiting = true
+	return false
+}
+
+// spend takes n bytes sent.
+func (p *pacer) spend(n int) {
+	p.sent += int64(n)
+	if p.rate > 0 {
+		p.tokens -= int64(n)
+	}
+}
+
+// next returns when a blocked stream should look again: once the bucket
+// holds a millisecond's worth, or half its depth if that is less. A
+// wake-up then sends a burst rather than a packet, yet the stream never
+// falls silent for long: a requester's ACK timer runs while it waits for
+// the next response, and its timeout would look like a loss.
+func (p *pacer) next() time.Time {
+	owed := min(p.depth()/2, p.rate/1000) - p.tokens
+	return p.last.Add(time.Duration(owed * int64(time.Second) / p.rate))
+}
+
+// loss backs the rate off after a READ was asked again from psn: the
+// requester took the epoch's responses before psn in order, then lost one.
+// The new rate is that delivery rate, kept between the current rate and a
+// fraction of it: half, or a quarter at the first loss, whose current rate
+// is only the epoch's send rate. Without a delivery rate (psn before the
+// epoch) it is half the current rate. The delivery rate is on the low
+// side — the time runs until the READ came back, which may be the
+// requester's ACK timeout, and the responses it took and dropped after the
+// lost one do not count — hence the bound, which also keeps a run of
+// losses from collapsing the rate at once. A new epoch starts at psn.
+func (p *pacer) loss(now time.Time, psn wire.PSN, mtu uint32) {
+	el := now.Sub(p.epoch).Seconds()
+	ok := !p.epoch.IsZero() && el >= paceMinSample.Seconds()
+	cur, least := p.rate, p.rate/2
+	if cur == 0 {
+		cur = paceMaxRate
+		if ok {
+			cur = min(cur, int64(float64(p.sent)/el))
+		}
+		least = cur / 4
+	}
+	r := cur / 2
+	if d := psn.Diff(p.from); ok && d >= 0 {
+		delivered := min(int64(d)*int64(mtu), p.sent)
+		r = min(max(int64(float64(delivered)/el), least), cur)
+	}
+	r = max(r, paceMinRate)
+	*p = pacer{rate: r, incr: r / paceGrowth, epoch: now, from: psn, running: true}
+}
