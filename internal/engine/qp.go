@@ -220,6 +220,7 @@ func (qp *QP) turn() (more bool) {
 		return false
 	}
 	now := time.Now()
+	armed := qp.comp.deadline
 	budget := turnBudget
 	for budget > 0 && qp.State() != ib.QPStateErr {
 		if qp.resp.read.active {
@@ -259,6 +260,16 @@ func (qp *QP) turn() (more bool) {
 		more = false
 	}
 	qp.xmit.flush(qp)
+	if d := qp.comp.deadline; d != armed && !d.IsZero() {
+		// The turn armed the local ACK timeout from its start, but the
+		// packets it covers went to the link only now: a stall in
+		// between (a loaded machine, the race detector) would eat into
+		// the timeout and retry packets not yet late. The timer runs
+		// from the transmission (IBA 9.7.6.1.3), so re-read the clock
+		// once per turn that armed it.
+		now = time.Now()
+		qp.comp.restartTimer(now, &qp.attr)
+	}
 	qp.armTimer(now)
 	return more
 }
