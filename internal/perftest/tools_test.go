@@ -310,15 +310,20 @@ func TestAllSizes(t *testing.T) {
 }
 
 // TestDuration runs -D 1 (no margin: one second measured) for a BW and a
-// latency test: the client reports what completed in the window.
+// latency test: the client reports what completed in the window, and the
+// counts and rates it prints span one second. How many complete is a
+// matter of speed, which -race on a loaded machine cuts to tens a second,
+// so the test asserts the window, not a floor.
 func TestDuration(t *testing.T) {
 	srv, cli := runPair(t, "ib_write_bw", "-D", "1", "-s", "4096")
 	c, s := bwLines(cli.out), bwLines(srv.out)
 	if len(c) != 1 || len(s) != 1 || c[0][0] != s[0][0] || c[0][3] != "0.00" {
 		t.Fatalf("BW lines: client %q server %q (no peak in -D runs)", c, s)
 	}
-	if n, _ := strconv.Atoi(c[0][2]); n < 100 {
-		t.Errorf("%d WRITEs of 4 KiB in a second", n)
+	n, _ := strconv.Atoi(c[0][2])
+	rate, _ := strconv.ParseFloat(c[0][5], 64)
+	if n < 1 || math.Abs(float64(n)/(rate*1e6)-1) > 0.1 {
+		t.Errorf("%d WRITEs of 4 KiB at %.6f Mpps: not a one-second window", n, rate)
 	}
 	srv, cli = runPair(t, "ib_write_lat", "-D", "1")
 	durLine := regexp.MustCompile(`(?m)^ 2       +(\d+) +(\d+\.\d\d) +(\d+\.\d\d) *$`)
@@ -330,8 +335,9 @@ func TestDuration(t *testing.T) {
 		iters, _ := strconv.Atoi(m[1])
 		lat, _ := strconv.ParseFloat(m[2], 64)
 		tps, _ := strconv.ParseFloat(m[3], 64)
-		// One round trip is two one-way latencies.
-		if iters < 100 || lat <= 0 || math.Abs(tps*2*lat/1e6-1) > 0.1 {
+		// One round trip is two one-way latencies, and the iterations
+		// fill the one-second window.
+		if iters < 1 || lat <= 0 || math.Abs(tps*2*lat/1e6-1) > 0.1 || math.Abs(float64(iters)*2*lat/1e6-1) > 0.1 {
 			t.Errorf("%d iterations, %.2f µs, %.2f per second", iters, lat, tps)
 		}
 	}
@@ -351,7 +357,9 @@ func TestReportGbits(t *testing.T) {
 	}
 	gbits, _ := strconv.ParseFloat(c[0][4], 64)
 	rate, _ := strconv.ParseFloat(c[0][5], 64)
-	if want := rate * 1e6 * 65536 * 8 / 1e9; math.Abs(gbits/want-1) > 0.01 {
+	// Gb/s is printed with two decimals: at the rates of a loaded -race
+	// run (0.10 Gb/s) the rounding alone is up to 5 %.
+	if want := rate * 1e6 * 65536 * 8 / 1e9; math.Abs(gbits-want) > 0.005+want*0.01 {
 		t.Errorf("%.2f Gb/s at %.6f Mpps of 64 KiB, want %.2f", gbits, rate, want)
 	}
 }
