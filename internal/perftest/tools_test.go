@@ -113,10 +113,28 @@ func runSides(t *testing.T, tool string, srvArgs, cliArgs []string) (srv, cli si
 	if err != nil {
 		unblock(port) // a server still waiting for its client fails instead
 	}
-	wg.Wait()
+	// A server in its measurement does not watch the control channel: if
+	// the client failed there, the server waits for ever (seen once under
+	// -race on a loaded machine, ib_send_bw -a). Fail with the client's
+	// side of the story instead of hanging until the test binary's timeout.
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(serverGrace):
+		t.Fatalf("%s server still running %v after its client ended with %v; the client printed:\n%s",
+			tool, serverGrace, err, cliOut.String())
+	}
 	srv.out, cli.out = srvOut.String(), cliOut.String()
 	return srv, cli, srvErr, err
 }
+
+// serverGrace bounds how long a server may run on after its client ended:
+// far longer than lingerMax, which the latency tools wait at the end.
+const serverGrace = time.Minute
 
 // unblock connects to a server waiting on port and hangs up, so that it
 // fails instead of waiting for a client that gave up.
