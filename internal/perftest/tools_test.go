@@ -52,9 +52,22 @@ func runPair(t *testing.T, tool string, args ...string) (srv, cli side) {
 	t.Helper()
 	srv, cli, srvErr, err := runSides(t, tool, args, args)
 	if err != nil || srvErr != nil {
-		t.Fatalf("%s %q\nclient: %v\n%s\nserver: %v\n%s", tool, args, err, cli.out, srvErr, srv.out)
+		t.Fatalf("%s %q\nclient: %v, counters %v\n%s\nserver: %v, counters %v\n%s",
+			tool, args, err, nonzero(cli.counters), cli.out, srvErr, nonzero(srv.counters), srv.out)
 	}
 	return srv, cli
+}
+
+// nonzero returns the counters that moved, which tell timeouts, NAKs and
+// drops apart when a run fails.
+func nonzero(c map[string]uint64) map[string]uint64 {
+	m := make(map[string]uint64)
+	for k, v := range c {
+		if v != 0 {
+			m[k] = v
+		}
+	}
+	return m
 }
 
 // runSides runs a tool's server and client in this process over loopback:
