@@ -51,9 +51,13 @@ func TestSeqNAKPastRead(t *testing.T) {
 
 // An RNR wait longer than the local ACK timeout must not cost a transport
 // retry: with retry_cnt 0 and rnr_retry 7 (infinite) the SEND still succeeds.
+// The timeout must also cover a real round trip, as with retry_cnt 0 one
+// late RNR NAK fails the SEND: under -race on a loaded 2-core machine a
+// trace showed a request reach the peer's responder 22 ms after it went to
+// the link, past the 16.8 ms this test used to run with.
 func TestRNRWaitConsumesRetry(t *testing.T) {
 	o := verbs.DefaultConnectOptions()
-	o.Timeout, o.RetryCnt, o.RNRRetry, o.MinRNRTimer = 12, 0, 7, 24 // 16.8 ms ACK timeout, 40.96 ms RNR timer
+	o.Timeout, o.RetryCnt, o.RNRRetry, o.MinRNRTimer = 14, 0, 7, 26 // 67 ms ACK timeout, 81.92 ms RNR timer
 	p := verbstest.New(t, verbstest.Options{Connect: &o})
 	local := p.A.Buffer(t, 8, 0)
 	post(t, p.A.QP, &verbs.SendWR{WRID: 1, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGList: []verbs.SGE{local.SGE(0, 8)}})

@@ -32,6 +32,7 @@ func exercise(t *testing.T, p *verbstest.Pair, rounds int, seed byte) {
 		post(t, a.QP, &verbs.SendWR{WRID: 1, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGList: []verbs.SGE{src.SGE(0, n)}})
 		if wc := dbgPoll(t, p, b.RecvCQ, 1)[0]; wc.Status != verbs.WCSuccess || wc.ByteLen != uint32(n) ||
 			!bytes.Equal(dst.Bytes()[:n], src.Bytes()[:n]) {
+			logState(t, p)
 			t.Fatalf("round %d: SEND of %d bytes: %+v or data differs", r, n, wc)
 		}
 		clear(dst.Bytes())
@@ -44,6 +45,7 @@ func exercise(t *testing.T, p *verbstest.Pair, rounds int, seed byte) {
 			SGList: []verbs.SGE{res.SGE(0, 8)}, RemoteAddr: counter.Addr(), RKey: counter.RKey(), CompareAdd: 1})
 		for i, wc := range dbgPoll(t, p, a.SendCQ, 4) {
 			if wc.Status != verbs.WCSuccess || wc.WRID != uint64(i+1) {
+				logState(t, p)
 				t.Fatalf("round %d: completion %d: %+v", r, i, wc)
 			}
 		}
@@ -99,7 +101,12 @@ func TestLossyFabric(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%+v", im), func(t *testing.T) {
 			o := verbs.DefaultConnectOptions()
-			o.Timeout = 8 // ≈1 ms
+			// 8.4 ms, so retry_cnt 7 outlasts ~67 ms without progress. With
+			// 1 ms a loaded -race run failed about one run in three: a
+			// trace showed the responder see nothing for 10 ms (not even
+			// the first sending of the packets) while eight timeouts
+			// resent them — a stalled receiver, not loss.
+			o.Timeout = 11
 			o.RetryCnt = 7
 			o.MinRNRTimer = 1
 			p := verbstest.New(t, verbstest.Options{Impairments: im, Connect: &o})
@@ -115,9 +122,16 @@ func dbgPoll(t *testing.T, p *verbstest.Pair, cq *verbs.CQ, n int) []verbs.WC {
 	t.Helper()
 	wcs, err := verbstest.Poll(cq, n, 3*time.Second)
 	if err != nil {
-		t.Logf("A: QP %v, counters %v", p.A.QP.State(), p.A.Dev.Counters())
-		t.Logf("B: QP %v, counters %v", p.B.QP.State(), p.B.Dev.Counters())
+		logState(t, p)
 		t.Fatal(err, wcs)
 	}
 	return wcs
+}
+
+// logState logs both sides' QP state and counters, to tell a failure's
+// cause (timeouts, NAKs, drops) from the log.
+func logState(t *testing.T, p *verbstest.Pair) {
+	t.Helper()
+	t.Logf("A: QP %v, counters %v", p.A.QP.State(), p.A.Dev.Counters())
+	t.Logf("B: QP %v, counters %v", p.B.QP.State(), p.B.Dev.Counters())
 }

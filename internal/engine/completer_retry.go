@@ -78,20 +78,25 @@ func (qp *QP) compRNRNAK(c *compCtx) compPhase {
 	}
 	qp.comp.psn = c.psn
 	qp.comp.rnrUntil = c.now.Add(c.p.AETH().Syndrome().RNRTimer().Duration())
+	// The NAK answered what the timer was waiting for; the resend after
+	// the wait starts it again, so the wait never eats into the timeout.
+	qp.comp.deadline = time.Time{}
 	qp.resend()
 	return compUpdate
 }
 
-// checkTimers fires the local ACK timeout (IBA 9.7.6.1.3). While an RNR
-// wait is pending the timeout does not start a retry (doc/protocol.md §8.3): it
-// is dropped, and the resend after the wait starts the timer again.
+// checkTimers fires the local ACK timeout (IBA 9.7.6.1.3). A timeout that
+// expires during an RNR wait does not start a retry (doc/protocol.md §8.3): it
+// is dropped, and the resend after the wait starts the timer again. What
+// counts is when it expired, not when the turn got to it: a turn that runs
+// late must not turn the wait's timeout into a retry.
 func (qp *QP) checkTimers(now time.Time) {
 	d := qp.comp.deadline
 	if d.IsZero() || now.Before(d) {
 		return
 	}
 	qp.comp.deadline = time.Time{}
-	if now.Before(qp.comp.rnrUntil) || qp.comp.psn == qp.req.maxPSN {
+	if d.Before(qp.comp.rnrUntil) || qp.comp.psn == qp.req.maxPSN {
 		return
 	}
 	qp.dev.counters.inc(LocalACKTimeout)

@@ -221,6 +221,7 @@ func (qp *QP) turn() (more bool) {
 		return false
 	}
 	now := time.Now()
+	armed := qp.comp.deadline
 	budget := turnBudget
 	for budget > 0 && qp.State() != ib.QPStateErr {
 		if qp.resp.read.active {
@@ -288,6 +289,17 @@ func (qp *QP) turn() (more bool) {
 		more = false
 	}
 	qp.xmit.flush(qp)
+	if d := qp.comp.deadline; d != armed && !d.IsZero() {
+		// The turn armed or pushed out the local ACK timeout with the
+		// time it started, but what it sent went to the link only at
+		// the flush: a stall in between (a loaded machine, the race
+		// detector) would eat into the timeout and retry packets not
+		// yet late. The timer runs from the transmission (IBA
+		// 9.7.6.1.3), so re-read the clock once per turn that moved it;
+		// starting it a turn later than an ACK came is harmless.
+		now = time.Now()
+		qp.comp.restartTimer(now, &qp.attr)
+	}
 	qp.armTimer(now)
 	return more
 }
