@@ -17,28 +17,37 @@ func benchOps(b *testing.B, link verbstest.Link, op verbs.WROpcode, size, depth 
 	src, dst := p.A.Buffer(b, size, 1), p.B.Buffer(b, size, 2)
 	wr := verbs.SendWR{Opcode: op, Flags: verbs.SendSignaled, SGList: []verbs.SGE{src.SGE(0, size)},
 		RemoteAddr: dst.Addr(), RKey: dst.RKey()}
-	wcs := make([]verbs.WC, depth)
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
+	keepInFlight(b, p.A.SendCQ, depth, func() {
+		if err := p.A.QP.PostSend(&wr); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// keepInFlight runs post once per benchmark iteration, each post ending
+// in one signalled completion on cq, with at most depth of them
+// outstanding, and then waits for the rest.
+func keepInFlight(b *testing.B, cq *verbs.CQ, depth int, post func()) {
+	wcs := make([]verbs.WC, depth)
 	inflight := 0
 	for b.Loop() {
 		for inflight >= depth {
-			n, err := p.A.SendCQ.Poll(wcs)
+			n, err := cq.Poll(wcs)
 			if err != nil || (n > 0 && wcs[0].Status != verbs.WCSuccess) {
 				b.Fatal(err, wcs[0])
 			}
 			inflight -= n
 			if n == 0 {
-				<-p.A.SendCQ.Notify()
+				<-cq.Notify()
 			}
 		}
-		if err := p.A.QP.PostSend(&wr); err != nil {
-			b.Fatal(err)
-		}
+		post()
 		inflight++
 	}
 	for inflight > 0 {
-		n, _ := p.A.SendCQ.Poll(wcs)
+		n, _ := cq.Poll(wcs)
 		inflight -= n
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/goverbs/goverbs/internal/engine"
 	"github.com/goverbs/goverbs/verbs"
 	"github.com/goverbs/goverbs/verbs/verbstest"
 )
@@ -38,7 +37,7 @@ func TestUDPOffloadLargeWriteRead(t *testing.T) {
 				if got := c.Drops(); got != 0 {
 					t.Errorf("%d packets dropped (ICRC or other), want 0", got)
 				}
-				for _, k := range []engine.Counter{engine.CompleterRetryErr, engine.LocalACKTimeout, engine.SendErr} {
+				for _, k := range []verbs.Counter{verbs.CompleterRetryErr, verbs.LocalACKTimeout, verbs.SendErr, verbs.RetransmittedPkts} {
 					if got := c[k]; got != 0 {
 						t.Errorf("%v = %d, want 0", k, got)
 					}
@@ -83,28 +82,9 @@ func BenchmarkWriteChainOffload(b *testing.B) {
 					}
 				}
 				wrs[chain-1].Flags = verbs.SendSignaled
-				wcs := make([]verbs.WC, depth)
 				b.SetBytes(int64(size * chain))
 				b.ReportAllocs()
-				inflight := 0
-				for b.Loop() {
-					for inflight >= depth {
-						n, err := p.A.SendCQ.Poll(wcs)
-						if err != nil || (n > 0 && wcs[0].Status != verbs.WCSuccess) {
-							b.Fatal(err, wcs[0])
-						}
-						inflight -= n
-						if n == 0 {
-							<-p.A.SendCQ.Notify()
-						}
-					}
-					post(b, p.A.QP, &wrs[0])
-					inflight++
-				}
-				for inflight > 0 {
-					n, _ := p.A.SendCQ.Poll(wcs)
-					inflight -= n
-				}
+				keepInFlight(b, p.A.SendCQ, depth, func() { post(b, p.A.QP, &wrs[0]) })
 			})
 		}
 	}
