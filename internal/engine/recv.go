@@ -9,20 +9,38 @@ import (
 	"github.com/goverbs/goverbs/internal/wire"
 )
 
-// inPkt is a received packet waiting in a QP's inbound ring. The buffer
-// belongs to the ring slot until the QP's turn frees it.
+// inPkt is a received packet waiting in a QP's inbound ring: p, in a
+// packet buffer of its own (buf) or a view of a coalesced receive (rx).
+// The buffer, or the reference, belongs to the ring slot until the QP's
+// turn frees it.
 type inPkt struct {
+	p   wire.Packet
 	buf *pktBuf
-	n   int
+	rx  *rxBuf
 }
 
-func (p *inPkt) packet() wire.Packet { return wire.Packet(p.buf.b[:p.n]) }
+func (p *inPkt) packet() wire.Packet { return p.p }
+
+// free lets go of the packet's buffer.
+func (p *inPkt) free() {
+	if p.buf != nil {
+		putBuf(p.buf)
+	}
+	if p.rx != nil {
+		p.rx.unref()
+	}
+	*p = inPkt{}
+}
 
 // recvLoop reads batches from the link, checks each packet (doc/protocol.md §1.4,
 // rxe_recv.c) and queues it on its QP. Every rejected packet is dropped and
 // counted; none is answered.
 func (d *Device) recvLoop() {
 	defer d.wg.Done()
+	if cr, ok := d.bind.(conn.CoalescedReceiver); ok && cr.Coalesces() {
+		d.recvCoalesced(cr)
+		return
+	}
 	n := d.bind.BatchSize()
 	msgs := make([]conn.Message, n)
 	bufs := make([]*pktBuf, n)
@@ -49,7 +67,7 @@ func (d *Device) recvLoop() {
 				d.counters.inc(DropRxOverflow)
 				continue
 			}
-			*slot = inPkt{buf: bufs[i], n: msgs[i].N}
+			*slot = inPkt{p: wire.Packet(msgs[i].Buf[:msgs[i].N]), buf: bufs[i]}
 			qp.inbound.Commit()
 			bufs[i] = getBuf()
 			msgs[i].Buf = bufs[i].b[:]
@@ -57,12 +75,77 @@ func (d *Device) recvLoop() {
 				ready = append(ready, qp)
 			}
 		}
-		for i, qp := range ready {
-			qp.task.schedule()
-			ready[i] = nil
-		}
-		ready = ready[:0]
+		ready = scheduleReady(ready)
 	}
+}
+
+// recvCoalescedBatch is how many coalesced receives one call fills: the
+// most a UDPBind takes per call with GRO on (up to a thousand MTU-sized
+// packets, more than a turn handles).
+const recvCoalescedBatch = 16
+
+// recvCoalesced is recvLoop over a link that coalesces receives: each
+// buffer takes a run of packets, which are checked and queued as views of
+// it (rxBuf), so that the responder's placement into memory is the only
+// copy after the kernel's (issue 10, "one copy per side").
+func (d *Device) recvCoalesced(cr conn.CoalescedReceiver) {
+	msgs := make([]conn.Message, recvCoalescedBatch)
+	bufs := make([]*rxBuf, len(msgs))
+	for i := range msgs {
+		bufs[i] = getRxBuf()
+		msgs[i].Buf = bufs[i].b[:]
+	}
+	ready := make([]*QP, 0, len(msgs))
+	for {
+		got, err := cr.RecvCoalesced(msgs)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		for i := range got {
+			m := &msgs[i]
+			queued := false
+			for j := range m.Datagrams() {
+				dg := m.Datagram(j)
+				qp := d.accept(&dg)
+				if qp == nil {
+					continue
+				}
+				slot := qp.inbound.Reserve()
+				if slot == nil {
+					d.counters.inc(DropRxOverflow)
+					continue
+				}
+				bufs[i].ref()
+				*slot = inPkt{p: wire.Packet(dg.Buf), rx: bufs[i]}
+				qp.inbound.Commit()
+				queued = true
+				if !contains(ready, qp) {
+					ready = append(ready, qp)
+				}
+			}
+			if queued {
+				// The queued packets hold the buffer now; take a
+				// fresh one for the next receive.
+				bufs[i].unref()
+				bufs[i] = getRxBuf()
+				m.Buf = bufs[i].b[:]
+			}
+		}
+		ready = scheduleReady(ready)
+	}
+}
+
+// scheduleReady schedules each QP a batch queued packets on and returns
+// the emptied list.
+func scheduleReady(ready []*QP) []*QP {
+	for i, qp := range ready {
+		qp.task.schedule()
+		ready[i] = nil
+	}
+	return ready[:0]
 }
 
 func contains(qps []*QP, qp *QP) bool {
