@@ -62,18 +62,9 @@ func (d *Device) recvLoop() {
 			if qp == nil {
 				continue
 			}
-			slot := qp.inbound.Reserve()
-			if slot == nil {
-				d.counters.inc(DropRxOverflow)
-				continue
-			}
-			*slot = inPkt{p: wire.Packet(msgs[i].Buf[:msgs[i].N]), buf: bufs[i]}
-			qp.inbound.Commit()
+			ready = d.enqueue(qp, inPkt{p: wire.Packet(msgs[i].Buf[:msgs[i].N]), buf: bufs[i]}, ready)
 			bufs[i] = getBuf()
 			msgs[i].Buf = bufs[i].b[:]
-			if !contains(ready, qp) {
-				ready = append(ready, qp)
-			}
 		}
 		ready = scheduleReady(ready)
 	}
@@ -83,6 +74,13 @@ func (d *Device) recvLoop() {
 // most a UDPBind takes per call with GRO on (up to a thousand MTU-sized
 // packets, more than a turn handles).
 const recvCoalescedBatch = 16
+
+// rxPinMin is the least a receive must hold for its packets to be queued
+// as views of its 64 KiB buffer. Smaller receives (a lone packet, a short
+// run) are copied into packet buffers, so that a queued packet never pins
+// more than twice its size: a QP's inbound ring of inboundDepth packets
+// holds no more memory than twice that many packet buffers.
+const rxPinMin = conn.MaxDatagram / 2
 
 // recvCoalesced is recvLoop over a link that coalesces receives: each
 // buffer takes a run of packets, which are checked and queued as views of
@@ -106,29 +104,29 @@ func (d *Device) recvCoalesced(cr conn.CoalescedReceiver) {
 		}
 		for i := range got {
 			m := &msgs[i]
-			queued := false
+			pin := m.N >= rxPinMin
 			for j := range m.Datagrams() {
 				dg := m.Datagram(j)
 				qp := d.accept(&dg)
 				if qp == nil {
 					continue
 				}
-				slot := qp.inbound.Reserve()
-				if slot == nil {
-					d.counters.inc(DropRxOverflow)
+				if pin {
+					bufs[i].ref()
+					ready = d.enqueue(qp, inPkt{p: wire.Packet(dg.Buf), rx: bufs[i]}, ready)
 					continue
 				}
-				bufs[i].ref()
-				*slot = inPkt{p: wire.Packet(dg.Buf), rx: bufs[i]}
-				qp.inbound.Commit()
-				queued = true
-				if !contains(ready, qp) {
-					ready = append(ready, qp)
+				if len(dg.Buf) > pktBufSize {
+					d.counters.inc(DropMalformed) // longer than any packet of a valid MTU
+					continue
 				}
+				b := getBuf()
+				n := copy(b.b[:], dg.Buf)
+				ready = d.enqueue(qp, inPkt{p: wire.Packet(b.b[:n]), buf: b}, ready)
 			}
-			if queued {
-				// The queued packets hold the buffer now; take a
-				// fresh one for the next receive.
+			if pin && bufs[i].refs.Load() > 1 {
+				// Queued packets hold the buffer now; take a fresh
+				// one for the next receive.
 				bufs[i].unref()
 				bufs[i] = getRxBuf()
 				m.Buf = bufs[i].b[:]
@@ -136,6 +134,23 @@ func (d *Device) recvCoalesced(cr conn.CoalescedReceiver) {
 		}
 		ready = scheduleReady(ready)
 	}
+}
+
+// enqueue queues p on qp's inbound ring, or frees it and counts the drop
+// if the ring is full, and returns ready with qp on it.
+func (d *Device) enqueue(qp *QP, p inPkt, ready []*QP) []*QP {
+	slot := qp.inbound.Reserve()
+	if slot == nil {
+		d.counters.inc(DropRxOverflow)
+		p.free()
+		return ready
+	}
+	*slot = p
+	qp.inbound.Commit()
+	if !contains(ready, qp) {
+		ready = append(ready, qp)
+	}
+	return ready
 }
 
 // scheduleReady schedules each QP a batch queued packets on and returns
