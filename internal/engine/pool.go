@@ -28,16 +28,20 @@ func putBuf(b *pktBuf) { pktPool.Put(b) }
 // one reference while it queues the packets and each queued packet one
 // more; whoever drops the last puts it back.
 type rxBuf struct {
-	b    [conn.MaxDatagram]byte
-	refs atomic.Int32
+	b     [conn.MaxDatagram]byte
+	refs  atomic.Int32
+	inUse *atomic.Int32 // the receive loop's count of its buffers not put back
 }
 
 var rxPool = sync.Pool{New: func() any { return new(rxBuf) }}
 
-// getRxBuf returns a buffer with the caller's reference.
-func getRxBuf() *rxBuf {
+// getRxBuf returns a buffer with the caller's reference, counted in inUse
+// until it is put back.
+func getRxBuf(inUse *atomic.Int32) *rxBuf {
 	b := rxPool.Get().(*rxBuf)
 	b.refs.Store(1)
+	b.inUse = inUse
+	inUse.Add(1)
 	return b
 }
 
@@ -46,6 +50,8 @@ func (b *rxBuf) ref() { b.refs.Add(1) }
 func (b *rxBuf) unref() {
 	switch n := b.refs.Add(-1); {
 	case n == 0:
+		b.inUse.Add(-1)
+		b.inUse = nil
 		rxPool.Put(b)
 	case n < 0:
 		panic("engine: receive buffer released twice")

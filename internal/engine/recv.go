@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"net"
+	"sync/atomic"
 
 	"github.com/goverbs/goverbs/conn"
 	"github.com/goverbs/goverbs/internal/ib"
@@ -75,12 +76,17 @@ func (d *Device) recvLoop() {
 // packets, more than a turn handles).
 const recvCoalescedBatch = 16
 
-// rxPinMin is the least a receive must hold for its packets to be queued
-// as views of its 64 KiB buffer. Smaller receives (a lone packet, a short
-// run) are copied into packet buffers, so that a queued packet never pins
-// more than twice its size: a QP's inbound ring of inboundDepth packets
-// holds no more memory than twice that many packet buffers.
-const rxPinMin = conn.MaxDatagram / 2
+// A coalesced receive's packets are queued as views of its 64 KiB buffer
+// while the receive loop has fewer than rxPinBudget buffers out (16 MiB,
+// about what one full inbound ring of packet buffers holds), or when the
+// receive holds at least rxPinMin bytes, so that each packet pins at most
+// twice its size. Other receives (a lone packet, a short run, with many
+// buffers out) are copied into packet buffers: queued packets of a stalled
+// QP cannot hold many times their size.
+const (
+	rxPinBudget = 256
+	rxPinMin    = conn.MaxDatagram / 2
+)
 
 // recvCoalesced is recvLoop over a link that coalesces receives: each
 // buffer takes a run of packets, which are checked and queued as views of
@@ -89,8 +95,9 @@ const rxPinMin = conn.MaxDatagram / 2
 func (d *Device) recvCoalesced(cr conn.CoalescedReceiver) {
 	msgs := make([]conn.Message, recvCoalescedBatch)
 	bufs := make([]*rxBuf, len(msgs))
+	inUse := new(atomic.Int32)
 	for i := range msgs {
-		bufs[i] = getRxBuf()
+		bufs[i] = getRxBuf(inUse)
 		msgs[i].Buf = bufs[i].b[:]
 	}
 	ready := make([]*QP, 0, len(msgs))
@@ -104,7 +111,7 @@ func (d *Device) recvCoalesced(cr conn.CoalescedReceiver) {
 		}
 		for i := range got {
 			m := &msgs[i]
-			pin := m.N >= rxPinMin
+			pin := m.N >= rxPinMin || inUse.Load() < rxPinBudget
 			for j := range m.Datagrams() {
 				dg := m.Datagram(j)
 				qp := d.accept(&dg)
@@ -128,7 +135,7 @@ func (d *Device) recvCoalesced(cr conn.CoalescedReceiver) {
 				// Queued packets hold the buffer now; take a fresh
 				// one for the next receive.
 				bufs[i].unref()
-				bufs[i] = getRxBuf()
+				bufs[i] = getRxBuf(inUse)
 				m.Buf = bufs[i].b[:]
 			}
 		}
