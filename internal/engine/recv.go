@@ -83,10 +83,10 @@ const recvCoalescedBatch = 16
 // twice its size. Other receives (a lone packet, a short run, with many
 // buffers out) are copied into packet buffers: queued packets of a stalled
 // QP cannot hold many times their size.
-const (
-	rxPinBudget = 256
-	rxPinMin    = conn.MaxDatagram / 2
-)
+const rxPinMin = conn.MaxDatagram / 2
+
+// rxPinBudget is a variable so that tests can take the copying path.
+var rxPinBudget int32 = 256
 
 // recvCoalesced is recvLoop over a link that coalesces receives: each
 // buffer takes a run of packets, which are checked and queued as views of

@@ -30,6 +30,11 @@ type fuzzRig struct {
 const fuzzPeerQPN = 0x99
 
 func newFuzzRig(tb testing.TB) *fuzzRig {
+	return newFuzzRigOver(tb, func(b conn.Bind) conn.Bind { return b })
+}
+
+// newFuzzRigOver is newFuzzRig with the device's link wrapped by wrap.
+func newFuzzRigOver(tb testing.TB, wrap func(conn.Bind) conn.Bind) *fuzzRig {
 	net := memconn.NewNetwork(memconn.Options{})
 	a, err := net.Listen(netip.MustParseAddrPort("10.0.0.1:4791"))
 	if err != nil {
@@ -39,7 +44,7 @@ func newFuzzRig(tb testing.TB) *fuzzRig {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	d, err := NewDevice(DeviceConfig{Bind: a, ActiveMTU: ib.MTU256})
+	d, err := NewDevice(DeviceConfig{Bind: wrap(a), ActiveMTU: ib.MTU256})
 	if err != nil {
 		tb.Fatal(err)
 	}
