@@ -78,7 +78,7 @@ func TestRecvCoalescedRuns(t *testing.T) {
 			t.Cleanup(func() { rxPinBudget = old }) // after the device closed
 			rxPinBudget = budget
 			var c *coalescer
-			r := newFuzzRigOver(t, func(b conn.Bind) conn.Bind { c = newCoalescer(b); return c })
+			r := newFuzzRig(t, func(cfg *DeviceConfig, _ *QPCap) { c = newCoalescer(cfg.Bind); cfg.Bind = c })
 			const seg = 256
 			data := make([]byte, 3*seg)
 			for i := range data {

@@ -29,12 +29,11 @@ type fuzzRig struct {
 
 const fuzzPeerQPN = 0x99
 
-func newFuzzRig(tb testing.TB) *fuzzRig {
-	return newFuzzRigOver(tb, func(b conn.Bind) conn.Bind { return b })
-}
+// rigTweak changes the device's configuration or the QP's capacities of a
+// rig before they are created.
+type rigTweak func(*DeviceConfig, *QPCap)
 
-// newFuzzRigOver is newFuzzRig with the device's link wrapped by wrap.
-func newFuzzRigOver(tb testing.TB, wrap func(conn.Bind) conn.Bind) *fuzzRig {
+func newFuzzRig(tb testing.TB, tweaks ...rigTweak) *fuzzRig {
 	net := memconn.NewNetwork(memconn.Options{})
 	a, err := net.Listen(netip.MustParseAddrPort("10.0.0.1:4791"))
 	if err != nil {
@@ -44,14 +43,17 @@ func newFuzzRigOver(tb testing.TB, wrap func(conn.Bind) conn.Bind) *fuzzRig {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	d, err := NewDevice(DeviceConfig{Bind: wrap(a), ActiveMTU: ib.MTU256})
+	cfg, qpCap := DeviceConfig{Bind: a, ActiveMTU: ib.MTU256}, QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 2, MaxRecvSGE: 2}
+	for _, tw := range tweaks {
+		tw(&cfg, &qpCap)
+	}
+	d, err := NewDevice(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { d.Close(); b.Close() })
 	cq, _ := d.CreateCQ(64)
-	qp, err := d.CreateQP(1, &QPInitAttr{Type: ib.QPTypeRC, SendCQ: cq, RecvCQ: cq,
-		Cap: QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 2, MaxRecvSGE: 2}})
+	qp, err := d.CreateQP(1, &QPInitAttr{Type: ib.QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: qpCap})
 	if err != nil {
 		tb.Fatal(err)
 	}
