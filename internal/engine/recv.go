@@ -114,6 +114,12 @@ func (d *Device) recvCoalesced(cr conn.CoalescedReceiver) {
 			pin := m.N >= rxPinMin || inUse.Load() < rxPinBudget
 			for j := range m.Datagrams() {
 				dg := m.Datagram(j)
+				if dg.N > pktBufSize {
+					// Longer than any packet of a valid MTU: what a
+					// link into packet buffers truncates and drops.
+					d.counters.inc(DropMalformed)
+					continue
+				}
 				qp := d.accept(&dg)
 				if qp == nil {
 					continue
@@ -121,10 +127,6 @@ func (d *Device) recvCoalesced(cr conn.CoalescedReceiver) {
 				if pin {
 					bufs[i].ref()
 					ready = d.enqueue(qp, inPkt{p: wire.Packet(dg.Buf), rx: bufs[i]}, ready)
-					continue
-				}
-				if len(dg.Buf) > pktBufSize {
-					d.counters.inc(DropMalformed) // longer than any packet of a valid MTU
 					continue
 				}
 				b := getBuf()

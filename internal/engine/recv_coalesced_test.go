@@ -27,7 +27,7 @@ type coalescer struct {
 func newCoalescer(b conn.Bind) *coalescer {
 	c := &coalescer{Bind: b, gate: make(chan struct{}), scratch: make([]conn.Message, 64)}
 	for i := range c.scratch {
-		c.scratch[i].Buf = make([]byte, pktBufSize)
+		c.scratch[i].Buf = make([]byte, conn.MaxDatagram)
 	}
 	return c
 }
@@ -70,7 +70,8 @@ func (c *coalescer) RecvCoalesced(msgs []conn.Message) (int, error) {
 // TestRecvCoalescedRuns writes a 3-packet RDMA WRITE whose MIDDLE and LAST
 // arrive as one coalesced run, with the run's packets queued as views of
 // the receive buffer (within the pin budget) and copied out (budget 0),
-// and checks the bytes placed and that nothing was dropped.
+// and checks the bytes placed and that nothing was dropped; then that an
+// oversized datagram is.
 func TestRecvCoalescedRuns(t *testing.T) {
 	for _, budget := range []int32{rxPinBudget, 0} {
 		t.Run(fmt.Sprint("budget", budget), func(t *testing.T) {
@@ -118,6 +119,17 @@ func TestRecvCoalescedRuns(t *testing.T) {
 			}
 			if !bytes.Equal(r.region[:len(data)], data) {
 				t.Error("the region does not hold the bytes written")
+			}
+			// A datagram longer than any packet is dropped, as a link
+			// into packet buffers drops it.
+			if _, err := r.peer.Send([]conn.Message{{Buf: make([]byte, pktBufSize+1), Addr: batch[0].Addr}}); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(5 * time.Second); r.dev.Counters().Get(DropMalformed) == 0; {
+				if time.Now().After(deadline) {
+					t.Fatal("an oversized datagram was not dropped as malformed")
+				}
+				time.Sleep(10 * time.Microsecond)
 			}
 		})
 	}
