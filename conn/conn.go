@@ -46,6 +46,53 @@ type Message struct {
 	// coalesced receive (UDP GRO), which a GSO send numbered from 0.
 	IPID    uint16
 	HasIPID bool
+	// Seg is, on a receive by CoalescedReceiver.RecvCoalesced, the size
+	// of each datagram when Buf[:N] holds a run of them laid end to end
+	// (UDP GRO): all Seg bytes but a shorter last. 0 means one datagram.
+	// Datagram returns them one by one.
+	Seg int
+}
+
+// Datagrams returns how many datagrams a received m holds (see Seg).
+func (m *Message) Datagrams() int {
+	if m.Seg <= 0 || m.Seg >= m.N {
+		return 1
+	}
+	return (m.N + m.Seg - 1) / m.Seg
+}
+
+// Datagram returns datagram i of a received m as a Message of its own
+// whose Buf and N are the datagram, a view of m.Buf. Over IPv4 its IPID
+// is m.IPID + i: a coalesced receive numbers the run as the GSO send that
+// sent it did (UDPBind.PlanIPIDs).
+func (m *Message) Datagram(i int) Message {
+	if m.Datagrams() == 1 {
+		return Message{Buf: m.Buf[:m.N], N: m.N, Addr: m.Addr, IPID: m.IPID, HasIPID: m.HasIPID}
+	}
+	off := i * m.Seg
+	end := min(off+m.Seg, m.N)
+	d := Message{Buf: m.Buf[off:end], N: end - off, Addr: m.Addr, IPID: m.IPID, HasIPID: m.HasIPID}
+	if m.Addr.Addr().Is4() {
+		d.IPID += uint16(i)
+	}
+	return d
+}
+
+// MaxDatagram is the largest UDP datagram, coalesced or not: the buffer
+// size RecvCoalesced needs.
+const MaxDatagram = 1 << 16
+
+// CoalescedReceiver is implemented by a Bind whose receives can coalesce
+// datagrams (UDPBind with UDP GRO). A caller that takes runs of datagrams
+// in buffers of its own saves the copy Recv then makes of each datagram
+// out of the bind's coalescing buffers.
+type CoalescedReceiver interface {
+	// Coalesces reports whether receives coalesce; when they do not,
+	// Recv is the better call (it fills smaller buffers, more per call).
+	Coalesces() bool
+	// RecvCoalesced is Recv into buffers of at least MaxDatagram bytes,
+	// each of which may receive a run of datagrams (Message.Seg).
+	RecvCoalesced(msgs []Message) (n int, err error)
 }
 
 // Bind is a bound datagram endpoint that sends and receives in batches.

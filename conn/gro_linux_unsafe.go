@@ -12,11 +12,12 @@ import (
 // With UDP_GRO on, the kernel may hand one recvmsg many datagrams of a
 // flow laid end to end, all of one size but a shorter last, and says the
 // size in a UDP_GRO control message. Such a buffer can be as large as a
-// datagram (64 KiB) whatever the caller's buffers are, so the bind
-// receives into buffers of its own and copies each datagram out into a
-// Message of the caller's (the engine's pooled packet buffers, which it
-// keeps), handing out what did not fit at the next Recv without a system
-// call.
+// datagram (64 KiB) whatever the caller's buffers are, so Recv receives
+// into buffers of the bind's and copies each datagram out into a Message
+// of the caller's, handing out what did not fit at the next Recv without a
+// system call. RecvCoalesced (CoalescedReceiver) saves that copy: the
+// caller's buffers are 64 KiB and take the runs whole (the engine's
+// receive loop).
 
 const (
 	// groBufSize holds the largest UDP datagram, coalesced or not.
@@ -91,7 +92,7 @@ func (r *recvScratch) readGRO(b *UDPBind, msgs []Message) (int, error) {
 		if m := &msgs[w]; l <= len(m.Buf) {
 			m.N = copy(m.Buf, g.bufs[i][g.off:g.off+l])
 			m.Addr = g.addr[i]
-			m.IPID, m.HasIPID = 0, false
+			m.IPID, m.HasIPID, m.Seg = 0, false, 0
 			if !g.is6 {
 				m.IPID = uint16(g.idx) // the ID a GSO send gave it (UDPBind.segmentID)
 			}
@@ -113,32 +114,84 @@ func (r *recvScratch) readGRO(b *UDPBind, msgs []Message) (int, error) {
 func (r *recvScratch) recvGRO(b *UDPBind) error {
 	g := r.gro
 	for i := range groBuffers {
-		h := &r.hs[i]
-		iov := &r.iovs[i]
-		iov.Base = &g.bufs[i][0]
-		iov.SetLen(groBufSize)
-		h.hdr.Namelen = unix.SizeofSockaddrInet6
-		h.hdr.Control = &g.cmsgs[i*groCmsgSpace]
-		h.hdr.SetControllen(groCmsgSpace)
-		h.hdr.Flags = 0
-		h.len = 0
+		r.setupGRO(i, g.bufs[i])
 	}
 	g.n, g.next, g.off, g.idx = 0, 0, 0, 0
 	if err := r.call(b, groBuffers); err != nil {
 		return err
 	}
 	for i := range r.n {
-		h := &r.hs[i]
-		g.size[i] = int(h.len)
-		g.seg[i] = groSegment(g.cmsgs[i*groCmsgSpace:][:h.hdr.Controllen])
-		if g.seg[i] <= 0 || g.seg[i] > g.size[i] {
+		g.size[i], g.seg[i] = r.sizeGRO(i)
+		if g.seg[i] == 0 {
 			g.seg[i] = max(g.size[i], 1) // alone, or empty
 		}
 		g.addr[i] = r.source(i)
-		g.trunc[i] = h.hdr.Flags&unix.MSG_TRUNC != 0
+		g.trunc[i] = r.hs[i].hdr.Flags&unix.MSG_TRUNC != 0
 	}
 	g.n = r.n
 	return nil
+}
+
+// readCoalesced receives up to groBuffers datagrams, coalesced or not,
+// straight into the msgs' buffers (conn.CoalescedReceiver): the one copy
+// of the receive path is the kernel's. Datagrams a Recv left over are
+// handed out first, one per Message. Without UDP_GRO it is read.
+func (r *recvScratch) readCoalesced(b *UDPBind, msgs []Message) (int, error) {
+	g := r.gro
+	if g == nil {
+		return r.read(b, msgs)
+	}
+	if g.next < g.n {
+		return r.readGRO(b, msgs)
+	}
+	k := min(len(msgs), groBuffers)
+	for i := range k {
+		r.setupGRO(i, msgs[i].Buf)
+	}
+	err := r.call(b, k)
+	for i := range k {
+		r.iovs[i].Base = nil // the bind must not keep the caller's buffers
+	}
+	if err != nil {
+		return 0, err
+	}
+	for i := range r.n {
+		m := &msgs[i]
+		m.N, m.Seg = r.sizeGRO(i)
+		m.Addr = r.source(i)
+		m.IPID, m.HasIPID = 0, false
+		r.trunc[i] = r.hs[i].hdr.Flags&unix.MSG_TRUNC != 0
+	}
+	return r.n, nil
+}
+
+// setupGRO points msghdr i at buf, with room for a UDP_GRO control
+// message.
+func (r *recvScratch) setupGRO(i int, buf []byte) {
+	h := &r.hs[i]
+	iov := &r.iovs[i]
+	iov.Base = nil
+	if len(buf) > 0 {
+		iov.Base = &buf[0]
+	}
+	iov.SetLen(len(buf))
+	h.hdr.Namelen = unix.SizeofSockaddrInet6
+	h.hdr.Control = &r.gro.cmsgs[i*groCmsgSpace]
+	h.hdr.SetControllen(groCmsgSpace)
+	h.hdr.Flags = 0
+	h.len = 0
+}
+
+// sizeGRO returns the length of what msghdr i received and its segment
+// size if it is a run of coalesced datagrams, or 0 if it is one.
+func (r *recvScratch) sizeGRO(i int) (size, seg int) {
+	h := &r.hs[i]
+	size = int(h.len)
+	seg = groSegment(r.gro.cmsgs[i*groCmsgSpace:][:h.hdr.Controllen])
+	if seg <= 0 || seg >= size {
+		seg = 0
+	}
+	return size, seg
 }
 
 // groSegment returns the segment size of a UDP_GRO control message in

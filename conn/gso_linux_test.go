@@ -260,6 +260,24 @@ func TestGSOZeroAllocs(t *testing.T) {
 	if allocs := testing.AllocsPerRun(100, trip); allocs != 0 {
 		t.Errorf("Plan+Send+Recv of %d datagrams: %v allocations, want 0", len(send), allocs)
 	}
+	big := []Message{{Buf: make([]byte, MaxDatagram)}}
+	coalesced := func() {
+		a.PlanIPIDs(send)
+		if n, err := a.Send(send); n != len(send) || err != nil {
+			t.Fatalf("Send = %d, %v", n, err)
+		}
+		for got := 0; got < len(send); {
+			n, err := b.RecvCoalesced(big)
+			if err != nil || n != 1 {
+				t.Fatalf("RecvCoalesced = %d, %v", n, err)
+			}
+			got += big[0].Datagrams()
+		}
+	}
+	coalesced()
+	if allocs := testing.AllocsPerRun(100, coalesced); allocs != 0 {
+		t.Errorf("Plan+Send+RecvCoalesced of %d datagrams: %v allocations, want 0", len(send), allocs)
+	}
 }
 
 // BenchmarkUDPOffload moves 64 planned 1100-byte datagrams per iteration
@@ -280,5 +298,108 @@ func BenchmarkUDPOffload(b *testing.B) {
 				roundTrip(b, x, y, send, recv)
 			}
 		})
+	}
+}
+
+// TestRecvCoalesced receives planned runs with RecvCoalesced: each buffer
+// takes a run whole, and Datagram splits it back into the datagrams sent,
+// in order and intact, with the IDs a GSO send gave them (IPv4). A Recv
+// of a few first leaves coalesced datagrams over, which RecvCoalesced
+// hands out one per Message.
+func TestRecvCoalesced(t *testing.T) {
+	for _, laddr := range []netip.AddrPort{loop4, loop6} {
+		t.Run(laddr.Addr().String(), func(t *testing.T) {
+			leakcheck.Check(t)
+			t.Setenv(noOffloadEnv, "")
+			a := listenWith(t, laddr, UDPOptions{})
+			b := listenWith(t, laddr, UDPOptions{})
+			c := listenWith(t, laddr, UDPOptions{NoOffload: true})
+			if gso, _ := a.Offload(); !gso || !b.Coalesces() {
+				t.Skip("no UDP GSO/GRO on this kernel")
+			}
+			send := gsoBatch(b.LocalAddr(), c.LocalAddr())
+			recv := make([]Message, 4)
+			for i := range recv {
+				recv[i].Buf = make([]byte, MaxDatagram)
+			}
+			for _, plainFirst := range []int{0, 2} {
+				a.PlanIPIDs(send)
+				if n, err := a.Send(send); n != len(send) || err != nil {
+					t.Fatalf("Send = %d, %v", n, err)
+				}
+				first := make([]Message, plainFirst)
+				for i := range first {
+					first[i].Buf = make([]byte, 5000)
+				}
+				got := []Message{}
+				if plainFirst > 0 {
+					n, err := b.Recv(first)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got = append(got, first[:n]...)
+				}
+				runs := 0
+				for len(got) < len(send)-1 {
+					n, err := b.RecvCoalesced(recv)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for i := range recv[:n] {
+						m := &recv[i]
+						if m.Datagrams() > 1 {
+							runs++
+						}
+						for j := range m.Datagrams() {
+							d := m.Datagram(j)
+							d.Buf = bytes.Clone(d.Buf)
+							got = append(got, d)
+						}
+					}
+				}
+				if plainFirst == 0 && runs == 0 {
+					t.Error("no coalesced receive")
+				}
+				k := 0
+				for i := range send {
+					if send[i].Addr != b.LocalAddr() {
+						continue
+					}
+					m := &got[k]
+					if !bytes.Equal(m.Buf[:m.N], send[i].Buf) {
+						t.Fatalf("Recv of %d first: datagram %d: %d bytes, want datagram %d (%d bytes)", plainFirst, k, m.N, i, len(send[i].Buf))
+					}
+					if m.Addr != a.LocalAddr() || m.HasIPID || m.IPID != send[i].IPID {
+						t.Errorf("Recv of %d first: datagram %d: Addr %v, ID %d %v; want %v, ID %d false", plainFirst, k, m.Addr, m.IPID, m.HasIPID, a.LocalAddr(), send[i].IPID)
+					}
+					k++
+				}
+				recvAll(t, c, []Message{{Buf: make([]byte, 5000)}}, 1)
+			}
+		})
+	}
+}
+
+func TestMessageDatagram(t *testing.T) {
+	from := netip.MustParseAddrPort("192.0.2.1:4791")
+	m := Message{Buf: []byte("aaabbbcc.."), N: 8, Seg: 3, Addr: from, IPID: 7}
+	if n := m.Datagrams(); n != 3 {
+		t.Fatalf("Datagrams = %d, want 3", n)
+	}
+	for i, want := range []string{"aaa", "bbb", "cc"} {
+		d := m.Datagram(i)
+		if string(d.Buf) != want || d.N != len(want) || d.IPID != uint16(7+i) || d.Addr != from {
+			t.Errorf("Datagram(%d) = %q N %d ID %d, want %q ID %d", i, d.Buf, d.N, d.IPID, want, 7+i)
+		}
+	}
+	m.Addr = netip.MustParseAddrPort("[2001:db8::1]:4791")
+	if d := m.Datagram(2); d.IPID != 7 {
+		t.Errorf("IPv6 Datagram(2) ID %d, want 7 (no ID to number)", d.IPID)
+	}
+	for _, seg := range []int{0, 8, 9} {
+		one := Message{Buf: []byte("aaabbbcc.."), N: 8, Seg: seg, Addr: from}
+		if d := one.Datagram(0); one.Datagrams() != 1 || string(d.Buf) != "aaabbbcc" {
+			t.Errorf("Seg %d: %d datagrams, first %q; want the whole 8 bytes", seg, one.Datagrams(), d.Buf)
+		}
 	}
 }

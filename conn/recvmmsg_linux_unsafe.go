@@ -98,7 +98,7 @@ func (r *recvScratch) read(b *UDPBind, msgs []Message) (int, error) {
 		h := &r.hs[i]
 		m.N = int(h.len)
 		m.Addr = r.source(i)
-		m.IPID, m.HasIPID = 0, false
+		m.IPID, m.HasIPID, m.Seg = 0, false, 0
 		r.trunc[i] = h.hdr.Flags&unix.MSG_TRUNC != 0
 	}
 	return r.n, nil

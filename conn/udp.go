@@ -346,6 +346,22 @@ func (b *UDPBind) destination(ap netip.AddrPort) (netip.Addr, error) {
 // Identification). Datagrams that did not fit their buffer are dropped.
 // After Close it returns net.ErrClosed.
 func (b *UDPBind) Recv(msgs []Message) (int, error) {
+	return b.recv(msgs, false)
+}
+
+// Coalesces reports whether the socket coalesces receives (UDP GRO);
+// see CoalescedReceiver.
+func (b *UDPBind) Coalesces() bool { return b.rx.groOn() }
+
+// RecvCoalesced is Recv into buffers of at least MaxDatagram bytes each,
+// which may each receive a run of datagrams coalesced by UDP GRO
+// (Message.Seg), straight from the socket; see CoalescedReceiver. A buffer
+// shorter than MaxDatagram may have its datagrams dropped as truncated.
+func (b *UDPBind) RecvCoalesced(msgs []Message) (int, error) {
+	return b.recv(msgs, true)
+}
+
+func (b *UDPBind) recv(msgs []Message, coalesced bool) (int, error) {
 	if len(msgs) == 0 {
 		return 0, nil
 	}
@@ -356,7 +372,13 @@ func (b *UDPBind) Recv(msgs []Message) (int, error) {
 		if b.closed.Load() {
 			return 0, net.ErrClosed
 		}
-		n, err := b.rx.read(b, msgs)
+		var n int
+		var err error
+		if coalesced {
+			n, err = b.rx.readCoalesced(b, msgs)
+		} else {
+			n, err = b.rx.read(b, msgs)
+		}
 		if err != nil {
 			return 0, b.ioErr(err)
 		}
@@ -385,7 +407,7 @@ func (b *UDPBind) dropTruncated(msgs []Message) int {
 				continue
 			}
 			d.N = copy(d.Buf, m.Buf[:m.N])
-			d.Addr, d.IPID, d.HasIPID = m.Addr, m.IPID, m.HasIPID
+			d.Addr, d.IPID, d.HasIPID, d.Seg = m.Addr, m.IPID, m.HasIPID, m.Seg
 		}
 		w++
 	}

@@ -24,6 +24,11 @@ func (r *recvScratch) initGRO(bool) {}
 
 func (r *recvScratch) groOn() bool { return false }
 
+// readCoalesced is read: nothing coalesces here.
+func (r *recvScratch) readCoalesced(b *UDPBind, msgs []Message) (int, error) {
+	return r.read(b, msgs)
+}
+
 // recvScratch is the ReadBatch state of a UDPBind, reused by every Recv.
 type recvScratch struct {
 	ms    []ipv4.Message
@@ -54,7 +59,7 @@ func (r *recvScratch) read(b *UDPBind, msgs []Message) (int, error) {
 	for i := range n {
 		m := &msgs[i]
 		m.N = r.ms[i].N
-		m.IPID, m.HasIPID = 0, false
+		m.IPID, m.HasIPID, m.Seg = 0, false, 0
 		m.Addr = netip.AddrPort{}
 		if ua, ok := r.ms[i].Addr.(*net.UDPAddr); ok {
 			ap := ua.AddrPort()

@@ -11,6 +11,10 @@
 // Subcommands named after the rdma-core tools take the same options and
 // print the same output; a link to the binary with the tool's name (for
 // example ibv_rc_pingpong -> goverbs) runs that subcommand directly.
+//
+// GOVERBS_CPUPROFILE=FILE in the environment writes a CPU profile of the
+// whole command to FILE (go tool pprof reads it), so the perftest tools
+// can be profiled as they run against a peer.
 package main
 
 import (
@@ -20,6 +24,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 
 	"github.com/goverbs/goverbs/internal/devinfo"
 	"github.com/goverbs/goverbs/internal/perftest"
@@ -32,7 +37,12 @@ func main() {
 	if name := filepath.Base(os.Args[0]); tools[name] != nil {
 		args = append([]string{name}, args...)
 	}
-	if err := run(args, os.Stdout, os.Stderr); err != nil {
+	stop, err := startProfile(os.Getenv("GOVERBS_CPUPROFILE"))
+	if err == nil {
+		err = run(args, os.Stdout, os.Stderr)
+		stop()
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "goverbs:", err)
 		if errors.Is(err, errUsage) {
 			os.Exit(2)
@@ -42,6 +52,26 @@ func main() {
 }
 
 var errUsage = errors.New("usage")
+
+// startProfile starts a CPU profile into path, if path is not empty, and
+// returns what stops it and closes the file.
+func startProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("GOVERBS_CPUPROFILE: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("GOVERBS_CPUPROFILE: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
 
 // tools are the subcommands that stand in for rdma-core and perftest tools.
 var tools = map[string]func(args []string, stdout, stderr io.Writer) error{

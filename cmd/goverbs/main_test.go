@@ -158,3 +158,25 @@ func TestDemoCapture(t *testing.T) {
 		t.Errorf("decoded capture:\n%s", out.String())
 	}
 }
+
+// TestStartProfile: GOVERBS_CPUPROFILE's helper does nothing without a
+// path, writes a profile to one, and reports a path it cannot create.
+func TestStartProfile(t *testing.T) {
+	stop, err := startProfile("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	path := filepath.Join(t.TempDir(), "cpu.prof")
+	stop, err = startProfile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		t.Errorf("profile %s: %v, %v; want a non-empty file", path, fi, err)
+	}
+	if _, err := startProfile(filepath.Join(t.TempDir(), "no", "such", "dir")); err == nil {
+		t.Error("a profile in a missing directory did not fail")
+	}
+}

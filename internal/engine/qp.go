@@ -206,8 +206,7 @@ func (qp *QP) shutdown(flush bool) {
 // dropInbound frees every queued received packet. Called with mu held.
 func (qp *QP) dropInbound() {
 	for p := qp.inbound.Peek(); p != nil; p = qp.inbound.Peek() {
-		putBuf(p.buf)
-		p.buf = nil
+		p.free()
 		qp.inbound.Pop()
 	}
 }
@@ -250,8 +249,7 @@ func (qp *QP) turn() (more bool) {
 		default:
 			qp.complete(p, now)
 		}
-		putBuf(in.buf)
-		in.buf = nil
+		in.free()
 		qp.inbound.Pop()
 	}
 	if qp.resp.ackPending && qp.inbound.Len() == 0 {

@@ -3,26 +3,45 @@ package engine
 import (
 	"errors"
 	"net"
+	"sync/atomic"
 
 	"github.com/goverbs/goverbs/conn"
 	"github.com/goverbs/goverbs/internal/ib"
 	"github.com/goverbs/goverbs/internal/wire"
 )
 
-// inPkt is a received packet waiting in a QP's inbound ring. The buffer
-// belongs to the ring slot until the QP's turn frees it.
+// inPkt is a received packet waiting in a QP's inbound ring: p, in a
+// packet buffer of its own (buf) or a view of a coalesced receive (rx).
+// The buffer, or the reference, belongs to the ring slot until the QP's
+// turn frees it.
 type inPkt struct {
+	p   wire.Packet
 	buf *pktBuf
-	n   int
+	rx  *rxBuf
 }
 
-func (p *inPkt) packet() wire.Packet { return wire.Packet(p.buf.b[:p.n]) }
+func (p *inPkt) packet() wire.Packet { return p.p }
+
+// free lets go of the packet's buffer.
+func (p *inPkt) free() {
+	if p.buf != nil {
+		putBuf(p.buf)
+	}
+	if p.rx != nil {
+		p.rx.unref()
+	}
+	*p = inPkt{}
+}
 
 // recvLoop reads batches from the link, checks each packet (doc/protocol.md §1.4,
 // rxe_recv.c) and queues it on its QP. Every rejected packet is dropped and
 // counted; none is answered.
 func (d *Device) recvLoop() {
 	defer d.wg.Done()
+	if cr, ok := d.bind.(conn.CoalescedReceiver); ok && cr.Coalesces() {
+		d.recvCoalesced(cr)
+		return
+	}
 	n := d.bind.BatchSize()
 	msgs := make([]conn.Message, n)
 	bufs := make([]*pktBuf, n)
@@ -44,25 +63,113 @@ func (d *Device) recvLoop() {
 			if qp == nil {
 				continue
 			}
-			slot := qp.inbound.Reserve()
-			if slot == nil {
-				d.counters.inc(DropRxOverflow)
-				continue
-			}
-			*slot = inPkt{buf: bufs[i], n: msgs[i].N}
-			qp.inbound.Commit()
+			ready = d.enqueue(qp, inPkt{p: wire.Packet(msgs[i].Buf[:msgs[i].N]), buf: bufs[i]}, ready)
 			bufs[i] = getBuf()
 			msgs[i].Buf = bufs[i].b[:]
-			if !contains(ready, qp) {
-				ready = append(ready, qp)
+		}
+		ready = scheduleReady(ready)
+	}
+}
+
+// recvCoalescedBatch is how many coalesced receives one call fills: the
+// most a UDPBind takes per call with GRO on (up to a thousand MTU-sized
+// packets, more than a turn handles).
+const recvCoalescedBatch = 16
+
+// A coalesced receive's packets are queued as views of its 64 KiB buffer
+// while the receive loop has fewer than rxPinBudget buffers out (16 MiB,
+// about what one full inbound ring of packet buffers holds), or when the
+// receive holds at least rxPinMin bytes, so that each packet pins at most
+// twice its size. Other receives (a lone packet, a short run, with many
+// buffers out) are copied into packet buffers: queued packets of a stalled
+// QP cannot hold many times their size.
+const rxPinMin = conn.MaxDatagram / 2
+
+// rxPinBudget is a variable so that tests can take the copying path.
+var rxPinBudget int32 = 256
+
+// recvCoalesced is recvLoop over a link that coalesces receives: each
+// buffer takes a run of packets, which are checked and queued as views of
+// it (rxBuf), so that the responder's placement into memory is the only
+// copy after the kernel's (issue 10, "one copy per side").
+func (d *Device) recvCoalesced(cr conn.CoalescedReceiver) {
+	msgs := make([]conn.Message, recvCoalescedBatch)
+	bufs := make([]*rxBuf, len(msgs))
+	inUse := new(atomic.Int32)
+	for i := range msgs {
+		bufs[i] = getRxBuf(inUse)
+		msgs[i].Buf = bufs[i].b[:]
+	}
+	ready := make([]*QP, 0, len(msgs))
+	for {
+		got, err := cr.RecvCoalesced(msgs)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		for i := range got {
+			m := &msgs[i]
+			pin := m.N >= rxPinMin || inUse.Load() < rxPinBudget
+			for j := range m.Datagrams() {
+				dg := m.Datagram(j)
+				if dg.N > pktBufSize {
+					// Longer than any packet of a valid MTU: what a
+					// link into packet buffers truncates and drops.
+					d.counters.inc(DropMalformed)
+					continue
+				}
+				qp := d.accept(&dg)
+				if qp == nil {
+					continue
+				}
+				if pin {
+					bufs[i].ref()
+					ready = d.enqueue(qp, inPkt{p: wire.Packet(dg.Buf), rx: bufs[i]}, ready)
+					continue
+				}
+				b := getBuf()
+				n := copy(b.b[:], dg.Buf)
+				ready = d.enqueue(qp, inPkt{p: wire.Packet(b.b[:n]), buf: b}, ready)
+			}
+			if pin && bufs[i].refs.Load() > 1 {
+				// Queued packets hold the buffer now; take a fresh
+				// one for the next receive.
+				bufs[i].unref()
+				bufs[i] = getRxBuf(inUse)
+				m.Buf = bufs[i].b[:]
 			}
 		}
-		for i, qp := range ready {
-			qp.task.schedule()
-			ready[i] = nil
-		}
-		ready = ready[:0]
+		ready = scheduleReady(ready)
 	}
+}
+
+// enqueue queues p on qp's inbound ring, or frees it and counts the drop
+// if the ring is full, and returns ready with qp on it.
+func (d *Device) enqueue(qp *QP, p inPkt, ready []*QP) []*QP {
+	slot := qp.inbound.Reserve()
+	if slot == nil {
+		d.counters.inc(DropRxOverflow)
+		p.free()
+		return ready
+	}
+	*slot = p
+	qp.inbound.Commit()
+	if !contains(ready, qp) {
+		ready = append(ready, qp)
+	}
+	return ready
+}
+
+// scheduleReady schedules each QP a batch queued packets on and returns
+// the emptied list.
+func scheduleReady(ready []*QP) []*QP {
+	for i, qp := range ready {
+		qp.task.schedule()
+		ready[i] = nil
+	}
+	return ready[:0]
 }
 
 func contains(qps []*QP, qp *QP) bool {

@@ -24,7 +24,7 @@ func TestPacketQueuedAcrossReset(t *testing.T) {
 	b := getBuf()
 	p, _ := wire.NewPacket(b.b[:], 0, &wire.BTHFields{Opcode: wire.RCSendOnly, PKey: 0xffff, PSN: 5, AckRequest: true, DestQP: r.qp.qpn}, 4)
 	slot := r.qp.inbound.Reserve()
-	*slot = inPkt{buf: b, n: len(p)}
+	*slot = inPkt{p: p, buf: b}
 	r.qp.inbound.Commit()
 	defer func() {
 		if v := recover(); v != nil {
