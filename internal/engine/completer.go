@@ -82,6 +82,7 @@ const (
 	compSeqNAK                        // PSN sequence error NAK: go back to the PSN the responder expects
 	compRNRNAK                        // RNR NAK: wait the responder's timer, then resend
 	compLostResponse                  // a READ or atomic response went missing
+	compReadGap                       // a READ response past a missing one
 	compRetry                         // start a go-back-N retransmission
 	compFail                          // complete the WQE in error; the QP goes to the error state
 	compMismatch                      // matches no outstanding request: dropped and counted
@@ -99,6 +100,7 @@ var compPhaseNames = [...]string{
 	compSeqNAK:       "PSN sequence NAK",
 	compRNRNAK:       "RNR NAK",
 	compLostResponse: "lost response",
+	compReadGap:      "READ gap",
 	compRetry:        "retry",
 	compFail:         "fail",
 	compMismatch:     "mismatch",
@@ -149,6 +151,8 @@ func (qp *QP) complete(p wire.Packet, now time.Time) {
 			if c.w.state == wqeSent && !qp.resendPending() {
 				ph = compRetry // sent, and not being sent again: the responder went past it
 			}
+		case compReadGap:
+			ph = qp.compReadGap(&c)
 		case compRetry:
 			ph = compUpdate
 			if c.err = qp.retry(now, false); c.err != compOK {
@@ -243,10 +247,13 @@ func (qp *QP) compACK(c *compCtx) compPhase {
 }
 
 // compReadData places READ response data and completes the READ at its
-// last packet. Responses must come in order: after a missing one the rest
-// are dropped and the timeout retries.
+// last packet. Responses must come in order: one past a missing one goes
+// to compReadGap.
 func (qp *QP) compReadData(c *compCtx) compPhase {
 	w := c.w
+	if w != nil && w.opcode == ib.WRRDMARead && qp.comp.psn.Less(c.psn) && c.psn.LessEq(w.lastPSN) {
+		return compReadGap
+	}
 	if c.psn != qp.comp.psn || w == nil || w.opcode != ib.WRRDMARead || c.psn.Less(w.firstPSN) || w.lastPSN.Less(c.psn) {
 		return compMismatch
 	}
@@ -271,6 +278,24 @@ func (qp *QP) compReadData(c *compCtx) compPhase {
 	qp.comp.psn = c.psn.Next()
 	if last {
 		qp.finishSend(w, ib.WCSuccess)
+	}
+	return compUpdate
+}
+
+// compReadGap handles a response of the outstanding READ that comes after
+// a missing one: it is dropped (responses are placed in order), the READ is
+// asked again from the gap at once, and only once per gap — a retry under
+// way starts no other (doc/protocol.md §8.3) — and the timer restarts
+// without reloading the retry counter. The responder is alive and still
+// sending the stream it started before the request that asks again,
+// which it serves only after that stream (rxe does): timing out while the
+// rest of a long READ streams in would spend the retries on a responder
+// that is busy, not lost, and fail a READ of several MiB over a slow link.
+func (qp *QP) compReadGap(c *compCtx) compPhase {
+	qp.dev.counters.inc(DropUnexpectedResponse)
+	qp.comp.restartTimer(c.now, &qp.attr)
+	if c.w.state == wqeSent && !qp.resendPending() {
+		return compRetry
 	}
 	return compUpdate
 }

@@ -115,6 +115,20 @@ func fatalNAK(name string, code wire.NAKCode, status ib.WCStatus) row {
 // (IBA 9.7.5.1.2).
 func TestCompleterPackets(t *testing.T) {
 	readData := bytes.Repeat([]byte("0123456789abcdefghijklmnopqrstuvwxyz"), 9)[:300]
+	// long is a READ of three responses (path MTU 256); again is the
+	// request that asks for the last two after the first one arrived.
+	long := bytes.Repeat([]byte("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"), 22)[:768]
+	again := out{op: wire.RCReadRequest, psn: 1, reth: &wire.RETHFields{VA: peerVA + 256, RKey: peerRKey, DMALength: 512}}
+	// It lands at the start of the region, the only place it fits.
+	readLong := func(r *pktRig) *SendWR {
+		return &SendWR{WRID: 1, Opcode: ib.WRRDMARead, Flags: ib.SendSignaled, RemoteAddr: peerVA, RKey: peerRKey,
+			SGList: []SGE{{Addr: mem.AddrOf(r.region), Length: 768, LKey: ib.LKey(r.key)}}}
+	}
+	longDone := func(t *testing.T, r *pktRig) {
+		if !bytes.Equal(r.region[:768], long) {
+			t.Errorf("READ placed %q", r.region[:768])
+		}
+	}
 	runRows(t, []row{{
 		name: "ACK completes a SEND",
 		steps: []step{
@@ -213,6 +227,38 @@ func TestCompleterPackets(t *testing.T) {
 					t.Errorf("READ placed %q", r.region[readOff:readOff+300])
 				}
 			},
+		}, {
+			name: "READ response past a gap asks again from the gap, once",
+			steps: []step{
+				{post: readLong, want: []out{readRequest(0, 768)}},
+				{in: inRead(wire.RCReadResponseFirst, 0, long[:256])},
+				{in: inRead(wire.RCReadResponseLast, 2, long[512:]), want: []out{again}},
+				{in: inRead(wire.RCReadResponseLast, 2, long[512:])}, // the same gap: no second request
+				{in: inRead(wire.RCReadResponseFirst, 1, long[256:512])},
+				{in: inRead(wire.RCReadResponseLast, 2, long[512:])},
+			},
+			wcs:      []wantWC{{1, ib.WCSuccess, ib.WCRDMARead, 768}},
+			counters: map[Counter]uint64{CompleterRetryErr: 1, DropUnexpectedResponse: 2, LocalACKTimeout: 0},
+			check:    longDone,
+		}, {
+			name: "responses past a gap keep the timer from firing while the old stream runs",
+			steps: []step{
+				{post: readLong, want: []out{readRequest(0, 768)}},
+				{in: inRead(wire.RCReadResponseFirst, 0, long[:256])},
+				{in: inRead(wire.RCReadResponseLast, 2, long[512:]), want: []out{again}},
+				// retry_cnt 1 is spent; the responder streams on for
+				// longer than the timeout (8.192 µs) before it answers.
+				{sleep: 6 * time.Microsecond},
+				{in: inRead(wire.RCReadResponseLast, 2, long[512:])},
+				{sleep: 6 * time.Microsecond},
+				{in: inRead(wire.RCReadResponseLast, 2, long[512:])},
+				{sleep: 6 * time.Microsecond},
+				{in: inRead(wire.RCReadResponseFirst, 1, long[256:512])},
+				{in: inRead(wire.RCReadResponseLast, 2, long[512:])},
+			},
+			wcs:      []wantWC{{1, ib.WCSuccess, ib.WCRDMARead, 768}},
+			counters: map[Counter]uint64{CompleterRetryErr: 1, DropUnexpectedResponse: 3, LocalACKTimeout: 0},
+			check:    longDone,
 		}, {
 			name: "READ response of the wrong length: BAD_RESP_ERR",
 			steps: []step{
