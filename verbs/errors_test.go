@@ -102,7 +102,7 @@ func TestLocalProtectionError(t *testing.T) {
 	local := p.A.Buffer(t, 64, 0)
 	postRecv(t, p.B.QP, &verbs.RecvWR{WRID: 1, SGList: []verbs.SGE{p.B.Buffer(t, 64, 0).SGE(0, 64)}})
 	bad := local.SGE(0, 8)
-	bad.LKey ^= 0x100
+	bad.LKey ^= 0x8000_0000 // a table index no region has; never key 0, which posting refuses
 	post(t, p.A.QP, &verbs.SendWR{WRID: 7, Opcode: verbs.WRSend, SGList: []verbs.SGE{bad},
 		Next: &verbs.SendWR{WRID: 8, Opcode: verbs.WRSend, SGList: []verbs.SGE{local.SGE(0, 8)}}})
 	if wc := verbstest.MustPoll(t, p.A.SendCQ, 1)[0]; wc.WRID != 7 || wc.Status != verbs.WCLocProtErr {
