@@ -83,10 +83,13 @@ func TestReadPacedToSlowReceiver(t *testing.T) {
 		re := c.Get(verbs.RetransmittedPkts)
 		t.Logf("responses needed %d, sent %d, retransmitted %d (%.1f %%), READs asked again %d, lost in the fabric %d",
 			need, c.Get(verbs.SentPkts), re, 100*float64(re)/float64(need), c.Get(verbs.DuplicateRequest), net.Stats().Dropped.Overflow)
-		// Each loss costs the rest of a READ at most (3 to 22 % in all
-		// here); unpaced, 80 % of the responses went twice.
-		if re > need/3 {
-			t.Errorf("%d of %d responses retransmitted; pacing should keep it under a third", re, need)
+		// Unpaced, 80 % of the responses went twice. Paced, a loss costs
+		// what was in flight behind it: 3 % in most runs, but the
+		// race detector's scheduling moves the losses, and 8 runs under
+		// -race gave 3 to 33 %, one CI run on an overloaded machine 54 %.
+		// The bound keeps the difference from unpaced without that noise.
+		if re > need*2/3 {
+			t.Errorf("%d of %d responses retransmitted; paced, it should stay under two thirds (unpaced: 80 %%)", re, need)
 		}
 		if sent := c.Get(verbs.SentPkts); sent != need+re {
 			t.Errorf("sent %d responses, want the %d needed and the %d retransmitted", sent, need, re)
