@@ -8,6 +8,8 @@
 # exhaustion. Needs root (the lab makes a network namespace and a VM); it
 # is not part of CI. Usage: scripts/interop.sh [--keep]  (--keep: leave the
 # lab VM running). Run a subset with CASES='ib_read_lat ib_send_bw'.
+# GOVERBS_ENV=GOVERBS_COUNTERS=1 puts that in the goverbs tools' environment
+# (the counters then end each goverbs log).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -112,13 +114,13 @@ run_case() {
 		if [[ $dir == c-server ]]; then
 			"$lab" bg srv "$tool $copt $args"
 			"$lab" wait-port 18515 30 >/dev/null
-			"$lab" exec-host "timeout 120 $work/$tool $args 10.77.0.2" >"$glog" 2>&1 || grc=$?
+			"$lab" exec-host "${GOVERBS_ENV:-} timeout 120 $work/$tool $args 10.77.0.2" >"$glog" 2>&1 || grc=$?
 			"$lab" wait srv 120 >"$clog" 2>&1 || crc=$?
 			# A C server that hangs keeps its QP retrying into the next
 			# cases (rxe never gives up at retry_cnt 7): end it here.
 			((crc != 124)) || "$lab" kill srv KILL >/dev/null 2>&1 || true
 		else
-			"$lab" exec-host "timeout 120 $work/$tool $args" >"$glog" 2>&1 &
+			"$lab" exec-host "${GOVERBS_ENV:-} timeout 120 $work/$tool $args" >"$glog" 2>&1 &
 			local bgpid=$!
 			sleep 1.5
 			"$lab" exec -t 110 "$tool $copt $args 10.77.0.1" >"$clog" 2>&1 || crc=$?
