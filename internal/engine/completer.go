@@ -169,6 +169,13 @@ func (qp *QP) complete(p wire.Packet, now time.Time) {
 			return
 		case compDuplicate:
 			qp.dev.counters.inc(DropDuplicateResponse)
+			if w := qp.oldest(); w != nil && w.opcode == ib.WRRDMARead && p.Info().Is(wire.OpRead) {
+				// A READ asked for again twice is served twice, the older
+				// stream first: its responses are duplicates by now, but
+				// the responder is alive and working through what was
+				// asked, so they keep the timer off as compReadGap's do.
+				qp.comp.restartTimer(now, &qp.attr)
+			}
 			return
 		case compStray:
 			qp.dev.counters.inc(DropUnexpectedResponse)

@@ -260,6 +260,25 @@ func TestCompleterPackets(t *testing.T) {
 			counters: map[Counter]uint64{CompleterRetryErr: 1, DropUnexpectedResponse: 3, LocalACKTimeout: 0},
 			check:    longDone,
 		}, {
+			name: "the stale stream of an earlier request keeps the timer from firing too",
+			steps: []step{
+				{post: readLong, want: []out{readRequest(0, 768)}},
+				{in: inRead(wire.RCReadResponseLast, 2, long[512:]), want: []out{readRequest(0, 768)}},
+				// The answer to the request asked again comes first,
+				// and then the older stream again: all duplicates now.
+				{in: inRead(wire.RCReadResponseFirst, 0, long[:256])},
+				{in: inRead(wire.RCReadResponseMiddle, 1, long[256:512])},
+				{sleep: 6 * time.Microsecond},
+				{in: inRead(wire.RCReadResponseFirst, 0, long[:256])},
+				{sleep: 6 * time.Microsecond},
+				{in: inRead(wire.RCReadResponseMiddle, 1, long[256:512])},
+				{sleep: 6 * time.Microsecond},
+				{in: inRead(wire.RCReadResponseLast, 2, long[512:])},
+			},
+			wcs:      []wantWC{{1, ib.WCSuccess, ib.WCRDMARead, 768}},
+			counters: map[Counter]uint64{CompleterRetryErr: 1, DropUnexpectedResponse: 1, DropDuplicateResponse: 2, LocalACKTimeout: 0},
+			check:    longDone,
+		}, {
 			name: "READ response of the wrong length: BAD_RESP_ERR",
 			steps: []step{
 				{post: read(16, nil), want: []out{readRequest(0, 16)}},
