@@ -147,10 +147,7 @@ func (qp *QP) complete(p wire.Packet, now time.Time) {
 		case compRNRNAK:
 			ph = qp.compRNRNAK(&c)
 		case compLostResponse:
-			ph = compUpdate
-			if c.w.state == wqeSent && !qp.resendPending() {
-				ph = compRetry // sent, and not being sent again: the responder went past it
-			}
+			ph = qp.retryLost(&c)
 		case compReadGap:
 			ph = qp.compReadGap(&c)
 		case compRetry:
@@ -301,6 +298,12 @@ func (qp *QP) compReadData(c *compCtx) compPhase {
 func (qp *QP) compReadGap(c *compCtx) compPhase {
 	qp.dev.counters.inc(DropUnexpectedResponse)
 	qp.comp.restartTimer(c.now, &qp.attr)
+	return qp.retryLost(c)
+}
+
+// retryLost asks again for a response the responder went past, if the
+// request was sent and is not already being sent again.
+func (qp *QP) retryLost(c *compCtx) compPhase {
 	if c.w.state == wqeSent && !qp.resendPending() {
 		return compRetry
 	}
