@@ -12,7 +12,7 @@ import (
 // TestConstants checks that every value below is the engine's.
 
 // QPN is a queue pair number (ibv_qp.qp_num): 24 bits on the wire, user QPs
-// numbered from 0x11 as rxe does.
+// numbered from a random base above the reserved 0x0–0x10, as hardware does.
 type QPN uint32
 
 // LKey is a local memory key (ibv_mr.lkey): it names the memory region of a

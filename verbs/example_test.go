@@ -145,11 +145,12 @@ func Example_lifecycle() {
 			log.Fatal(err)
 		}
 	}
-	fmt.Println(e.qp.PostRecv(&verbs.RecvWR{WRID: 1}))
+	err = e.qp.PostRecv(&verbs.RecvWR{WRID: 1})
+	fmt.Println(errors.Is(err, verbs.ErrClosed)) // "verbs: post recv: QP 0x…: work request 0 of the chain: closed"
 	fmt.Println(e.pd.Close())
 	// Output:
 	// true verbs: close PD: resource busy: 1 MR(s) and 1 QP(s) still open
-	// verbs: post recv: QP 0x000011: work request 0 of the chain: closed
+	// true
 	// <nil>
 }
 

@@ -22,8 +22,9 @@ const (
 	MaxInlineData = 512
 	MaxQPRdAtomic = 128
 	MaxMsgSize    = 1 << 31
-	// firstQPN is the first user QP number; lower numbers are reserved
-	// (QP1 is the GSI QP), and rxe users normally see 0x11 first.
+	// firstQPN is the lowest user QP number; lower numbers are reserved
+	// (QP1 is the GSI QP). A device's numbers start at a random base
+	// (qpn.go).
 	firstQPN = 0x11
 )
 
@@ -90,7 +91,7 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 		mrs:       mem.NewTable(MaxMR),
 		timers:    newTimerQueue(),
 		worker:    make(chan *QP, 1024),
-		nextQPN:   firstQPN,
+		nextQPN:   randomQPNBase(),
 		nextPD:    1,
 		stop:      make(chan struct{}),
 		dead:      make(chan struct{}),
@@ -202,11 +203,8 @@ func (d *Device) addQP(qp *QP) error {
 	if d.qps.n >= MaxQP {
 		return fmt.Errorf("%d QPs exist, the maximum", d.qps.n)
 	}
-	for d.qps.get(d.nextQPN) != nil || d.nextQPN < firstQPN {
-		d.nextQPN = (d.nextQPN + 1) & 0xffffff
-	}
-	qp.qpn = d.nextQPN
-	d.nextQPN = (d.nextQPN + 1) & 0xffffff
+	qp.qpn = d.nextFreeQPN(d.nextQPN)
+	d.nextQPN = (qp.qpn + 1) & qpnMask
 	d.qps.set(qp.qpn, qp)
 	return nil
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"net"
+	"net/netip"
 	"sync/atomic"
 
 	"github.com/goverbs/goverbs/conn"
@@ -216,10 +217,7 @@ func (d *Device) accept(m *conn.Message) *QP {
 		d.counters.inc(DropBadPKey)
 		return nil
 	}
-	// Only the address is compared: peers send from per-QP UDP source
-	// ports (rxe uses 0xC000 + a hash), while replies always go to the
-	// peer's RoCEv2 port.
-	if peer := qp.peer.Load(); peer == nil || peer.Addr() != m.Addr.Addr() {
+	if !fromPeer(qp.peer.Load(), m.Addr) {
 		d.counters.inc(DropWrongSource)
 		return nil
 	}
@@ -268,4 +266,18 @@ func transportMatches(t wire.Transport, qt ib.QPType) bool {
 func pkeyMatches(k uint16) bool {
 	const def = 0xffff
 	return k&0x7fff != 0 && k&0x7fff == def&0x7fff
+}
+
+// fromPeer reports whether a packet from src comes from the connected
+// peer (doc/protocol.md §1.2, §1.4). A peer on the RoCEv2 port is a host
+// of its own, which sends from per-QP source ports (rxe: 0xC000 + a hash),
+// so only its address is compared. A peer on another port is a device
+// that shares its host with others, told apart by that port, from which
+// it also sends: there the port must match too, or any process on the
+// peer's host could write into the connection.
+func fromPeer(peer *netip.AddrPort, src netip.AddrPort) bool {
+	if peer == nil || peer.Addr() != src.Addr() {
+		return false
+	}
+	return peer.Port() == wire.UDPPort || peer.Port() == src.Port()
 }

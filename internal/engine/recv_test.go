@@ -37,7 +37,7 @@ func TestReceiveChecks(t *testing.T) {
 		}, DropBadICRC},
 		{"unknown QP", func() (wire.Packet, *wire.Envelope, bool) {
 			p := good(wire.RCSendOnly)
-			p.BTH().SetDestQP(0x777)
+			p.BTH().SetDestQP(r.qp.qpn ^ 0x800000) // another number than the rig's one QP
 			return p, &r.env, false
 		}, DropUnknownQP},
 		{"UC opcode on an RC QP", func() (wire.Packet, *wire.Envelope, bool) { return good(wire.UCSendOnly), &r.env, false }, DropWrongTransport},

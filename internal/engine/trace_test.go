@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -41,13 +42,14 @@ func TestTraceDecisions(t *testing.T) {
 		r.sent()
 		r.inject(t, inNAK(wire.NAKRemoteAccess, 0))
 		r.sent()
+		q := fmt.Sprintf("qp 0x%06x", r.qp.qpn)
 		want := []string{
-			"qp 0x000011 responder RC_SEND_ONLY psn 3: PSN sequence NAK",
-			"qp 0x000011 responder RC_SEND_ONLY psn 0: done",
-			"qp 0x000011 completer RC_ACKNOWLEDGE psn 0: check PSN",
-			"qp 0x000011 completer RC_ACKNOWLEDGE psn 0: check ACK",
-			"qp 0x000011 completer RC_ACKNOWLEDGE psn 0: fail (remote access error)",
-			"qp 0x000011 completer RC_ACKNOWLEDGE psn 0: update",
+			q + " responder RC_SEND_ONLY psn 3: PSN sequence NAK",
+			q + " responder RC_SEND_ONLY psn 0: done",
+			q + " completer RC_ACKNOWLEDGE psn 0: check PSN",
+			q + " completer RC_ACKNOWLEDGE psn 0: check ACK",
+			q + " completer RC_ACKNOWLEDGE psn 0: fail (remote access error)",
+			q + " completer RC_ACKNOWLEDGE psn 0: update",
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("trace:\n%q\nwant\n%q", got, want)

@@ -1,8 +1,8 @@
 package ib
 
 // QPN is a queue pair number (ibv_qp.qp_num). On the wire it is the 24-bit
-// BTH.DestQP or DETH.SrcQP (doc/protocol.md §2, §3.1); rxe hands out user QPNs
-// from 0x11 upwards (rxe_param.h).
+// BTH.DestQP or DETH.SrcQP (doc/protocol.md §2, §3.1); goverbs hands out user QPNs
+// from a random base above the reserved 0x0–0x10 (doc/protocol.md §1.5).
 type QPN uint32
 
 // LKey is a local memory key (ibv_mr.lkey): it names the memory region of a

@@ -1,0 +1,68 @@
+package verbs_test
+
+import (
+	"bytes"
+	"net/netip"
+	"testing"
+
+	"github.com/goverbs/goverbs/conn"
+	"github.com/goverbs/goverbs/internal/wire"
+	"github.com/goverbs/goverbs/verbs"
+	"github.com/goverbs/goverbs/verbs/verbstest"
+)
+
+// TestForgedWriteFromAnotherPort is the case of issue 11: a well-formed
+// WRITE_ONLY with a correct ICRC and the next PSN, sent to a live QP from
+// its peer's IP address but another UDP port (another process on the
+// peer's host), is not the peer's. Its bytes must not land, and the real
+// WRITE that follows, with the same PSN, must not be taken as a duplicate:
+// its bytes land (doc/protocol.md §1.2).
+func TestForgedWriteFromAnotherPort(t *testing.T) {
+	p := verbstest.New(t, verbstest.Options{Link: verbstest.UDP})
+	const n = 64
+	dst := p.B.Buffer(t, n, 0)
+	clear(dst.Bytes())
+	src := p.A.Buffer(t, n, 0)
+	copy(src.Bytes(), bytes.Repeat([]byte("R"), n))
+
+	forger, err := conn.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer forger.Close()
+	b := p.B.Dev.Addr()
+	// The first PSN A sends (verbstest's psnA): what B's responder expects.
+	const nextPSN = 0xfffff0
+	buf := make([]byte, 256)
+	pkt, err := wire.NewPacket(buf, 0, &wire.BTHFields{Opcode: wire.RCWriteOnly, PKey: 0xffff,
+		DestQP: uint32(p.B.QP.QPN()), PSN: nextPSN, AckRequest: true}, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkt.RETH().Encode(&wire.RETHFields{VA: dst.Addr(), RKey: uint32(dst.RKey()), DMALength: n})
+	copy(pkt.Payload(), bytes.Repeat([]byte("F"), n))
+	pkt.SealICRC(&wire.Envelope{Src: b.Addr(), Dst: b.Addr(), FlagsFragment: wire.FlagDontFragment,
+		SrcPort: forger.LocalAddr().Port(), DstPort: b.Port()})
+
+	before := p.B.Dev.Counters()
+	if _, err := forger.Send([]conn.Message{{Buf: pkt, Addr: b}}); err != nil {
+		t.Fatal(err)
+	}
+	waitCounter(t, p.B.Dev, verbs.DropWrongSource, before.Get(verbs.DropWrongSource)+1)
+	if !bytes.Equal(dst.Bytes(), make([]byte, n)) {
+		t.Fatalf("the forged WRITE landed: %q", dst.Bytes())
+	}
+
+	post(t, p.A.QP, &verbs.SendWR{WRID: 1, Opcode: verbs.WRRDMAWrite, Flags: verbs.SendSignaled,
+		SGList: []verbs.SGE{src.SGE(0, n)}, RemoteAddr: dst.Addr(), RKey: dst.RKey()})
+	if wc := verbstest.MustPoll(t, p.A.SendCQ, 1)[0]; wc.Status != verbs.WCSuccess {
+		t.Fatalf("real WRITE: %v", wc.Status)
+	}
+	if !bytes.Equal(dst.Bytes(), src.Bytes()) {
+		t.Fatalf("the real WRITE did not land: %q", dst.Bytes())
+	}
+	after := p.B.Dev.Counters()
+	if d := after.Get(verbs.DuplicateRequest) - before.Get(verbs.DuplicateRequest); d != 0 {
+		t.Errorf("duplicate_request +%d: the real WRITE was taken as a duplicate", d)
+	}
+}
