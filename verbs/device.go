@@ -28,8 +28,10 @@ type DeviceConfig struct {
 	Bind conn.Bind
 	// LinkMTU is the MTU of the underlying link; the port's active MTU is
 	// derived from it as rxe does (LinkMTU − 80, rounded down to an IB
-	// MTU). Zero means 1500 for UDP on a non-loopback address, and 4176
-	// (active MTU 4096) on loopback and in-memory links.
+	// MTU: 4096 on a 9000-byte link, 1024 on a 1500-byte one). Zero means,
+	// for a UDP socket, the MTU of the interface that has the address, as
+	// rxe takes its net device's (loopback's 65536 gives 4096), or 1500
+	// when no interface has it; 4176 (active MTU 4096) on other links.
 	LinkMTU int
 	// Capture, if set, receives a pcap stream (Ethernet/IP/UDP framing,
 	// readable by Wireshark) of every packet the device sends and
@@ -103,10 +105,7 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 	}
 	linkMTU := cfg.LinkMTU
 	if linkMTU == 0 {
-		linkMTU = 4096 + 80
-		if cfg.Bind == nil && !bind.LocalAddr().Addr().IsLoopback() {
-			linkMTU = 1500
-		}
+		linkMTU = defaultLinkMTU(bind.LocalAddr().Addr(), cfg.Bind == nil)
 	}
 	if cfg.Capture != nil {
 		rec, err := capture.NewRecorder(cfg.Capture)

@@ -24,7 +24,7 @@ func (f *deviceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.name, "d", "goverbs0", "use device `NAME`")
 	fs.StringVar(&f.name, "ib-dev", "goverbs0", "use device `NAME`")
 	fs.StringVar(&f.addr, "addr", "127.0.0.1", "goverbs: the device's IP `address`")
-	fs.IntVar(&f.linkMTU, "link-mtu", 0, "goverbs: MTU of the link under the device (0: 1500, or 4176 on loopback)")
+	fs.IntVar(&f.linkMTU, "link-mtu", 0, "goverbs: MTU of the link under the device (0: the MTU of the interface with the address, as rxe)")
 }
 
 // open opens the device on an ephemeral UDP port: describing it must not

@@ -96,9 +96,7 @@ func perftestTool(name string, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	if os.Getenv("GOVERBS_COUNTERS") == "1" {
-		cfg.Stats = func(d *verbs.Device) { devinfo.Stat(stderr, d) }
-	}
+	cfg.Stats = statsAtExit(cfg.PrintStats, stderr)
 	return perftest.Run(cfg, stdout)
 }
 
@@ -110,7 +108,18 @@ func rcPingpong(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
+	cfg.Stats = statsAtExit(cfg.PrintStats, stderr)
 	return pingpong.Run(cfg, stdout)
+}
+
+// statsAtExit returns what prints a tool's device counters when it ends,
+// in the form of `rdma statistic show link`, if the tool was given
+// --stats or GOVERBS_COUNTERS=1 is set; nil otherwise.
+func statsAtExit(asked bool, stderr io.Writer) func(*verbs.Device) {
+	if !asked && os.Getenv("GOVERBS_COUNTERS") != "1" {
+		return nil
+	}
+	return func(d *verbs.Device) { devinfo.Stat(stderr, d) }
 }
 
 const usage = `usage: goverbs <command> [arguments]

@@ -23,6 +23,11 @@ type Config struct {
 	Events  bool   // -e: sleep on CQ events instead of polling
 	GIDIdx  int    // -g: local GID index; goverbs devices have one GID, index 0 (-1: that one)
 	Check   bool   // -c: validate the buffer at the end
+	// PrintStats (--stats, goverbs) asks for the device's counters at exit.
+	PrintStats bool
+	// Stats, if set, sees the device at the end of the run, successful or
+	// not, before it closes (the tool prints its counters there).
+	Stats func(*verbs.Device)
 	// Server is the host to connect to; empty means run as the server.
 	Server string
 	// Addr is the device's RoCE address: an IP with optional :port. Zero
@@ -46,6 +51,7 @@ func ParseArgs(prog string, args []string, stderr io.Writer) (Config, error) {
 		toolflag.Opt("e", "events", "", "sleep on CQ events (default poll)", &c.Events),
 		toolflag.Opt("g", "gid-idx", "gid index", "local port gid index (goverbs devices have one GID, index 0)", &c.GIDIdx),
 		toolflag.Opt("c", "chk", "", "validate received buffer", &c.Check),
+		toolflag.Opt("", "stats", "", "goverbs: print the device's counters to stderr at exit, as `rdma statistic` does", &c.PrintStats),
 		toolflag.Opt("", "addr", "ip[:port]", "goverbs: RoCE address of this device (default: the TCP connection's local address, port 4791)", &c.Addr),
 	})
 	hosts, _, err := fs.Parse(args)

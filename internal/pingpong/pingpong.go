@@ -47,6 +47,9 @@ func Run(cfg Config, stdout io.Writer) error {
 		return err
 	}
 	defer s.close()
+	if cfg.Stats != nil {
+		defer cfg.Stats(s.dev)
+	}
 
 	my := dest{qpn: uint32(s.qp.QPN()), psn: rand.Uint32() & 0xffffff}
 	if my.gid, err = s.dev.QueryGID(1, max(cfg.GIDIdx, 0)); err != nil {

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"regexp"
+	"strconv"
+	"testing"
+)
+
+// freeTCPPort returns a TCP port nothing listens on at the moment.
+func freeTCPPort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// statLine is devinfo.Stat's line, as `rdma statistic show link` prints.
+var statLine = regexp.MustCompile(`(?m)^link goverbs\d+/1 sent_pkts (\d+) rcvd_pkts (\d+) .*retransmitted_pkts \d+ drop_malformed \d+ .* $`)
+
+// TestStatsOption: every tool prints its device's counters to stderr at
+// exit with --stats, in `rdma statistic` form, with the packets it sent
+// and received; stdout stays the C tool's.
+func TestStatsOption(t *testing.T) {
+	for _, tool := range []string{"ibv_rc_pingpong", "ib_write_bw", "ib_read_lat", "ib_send_lat", "ib_atomic_bw"} {
+		port := freeTCPPort(t)
+		var srvOut, srvErr, cliErr bytes.Buffer
+		done := make(chan error, 1)
+		go func() {
+			done <- run([]string{tool, "--stats", "-p", port, "-n", "20", "--addr", "127.0.0.1"}, &srvOut, &srvErr)
+		}()
+		var err error
+		for range 200 { // the server may not listen yet
+			var out bytes.Buffer
+			cliErr.Reset()
+			if err = run([]string{tool, "--stats", "-p", port, "-n", "20", "--addr", "127.0.0.2", "127.0.0.1"}, &out, &cliErr); err == nil {
+				break
+			}
+			if !bytes.Contains([]byte(err.Error()), []byte("connect")) {
+				break
+			}
+		}
+		if err != nil {
+			t.Fatalf("%s client: %v", tool, err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("%s server: %v", tool, err)
+		}
+		for side, s := range map[string]string{"server": srvErr.String(), "client": cliErr.String()} {
+			m := statLine.FindStringSubmatch(s)
+			if m == nil {
+				t.Errorf("%s %s: no counter line in stderr:\n%s", tool, side, s)
+				continue
+			}
+			if m[1] == "0" || m[2] == "0" {
+				t.Errorf("%s %s: sent %s, received %s packets", tool, side, m[1], m[2])
+			}
+		}
+		if statLine.MatchString(srvOut.String()) {
+			t.Errorf("%s: counters on stdout", tool)
+		}
+	}
+}
