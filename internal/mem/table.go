@@ -27,10 +27,11 @@ type Table struct {
 	// stored only under mu.
 	slots []atomic.Pointer[Region]
 
-	mu   sync.Mutex
-	tags []uint8  // guarded by mu: tag of the latest region in each slot
-	next uint32   // guarded by mu: lowest index never used yet
-	free []uint32 // guarded by mu: released indices, oldest first
+	mu      sync.Mutex
+	tags    []uint8  // guarded by mu: tag of the latest region in each slot
+	strides []uint8  // guarded by mu: each slot's odd tag step
+	next    uint32   // guarded by mu: lowest index never used yet
+	free    []uint32 // guarded by mu: released indices, oldest first
 }
 
 // NewTable returns a table for up to max regions. It panics unless
@@ -40,9 +41,10 @@ func NewTable(max int) *Table {
 		panic("mem: NewTable: max out of range: " + strconv.Itoa(max))
 	}
 	return &Table{
-		slots: make([]atomic.Pointer[Region], max+1),
-		tags:  make([]uint8, max+1),
-		next:  1,
+		slots:   make([]atomic.Pointer[Region], max+1),
+		tags:    make([]uint8, max+1),
+		strides: make([]uint8, max+1),
+		next:    1,
 	}
 }
 
@@ -71,20 +73,24 @@ func (t *Table) Register(pd uint32, buf []byte, access ib.AccessFlags) (*Region,
 
 // takeIndex picks a free slot and gives it a new tag. Never-used slots go
 // first, then released ones oldest first, so a slot is reused as rarely as
-// possible and a stale key needs 256 reuses of its slot to match again.
-// A fresh slot starts at a random tag so keys are not guessable from the
-// registration order alone. t.mu must be held.
+// possible. The tag is the key's variant byte (doc/protocol.md §12.2): a
+// fresh slot starts at a random tag and steps by a random odd stride at
+// each reuse. An odd step visits all 256 values before it repeats, so a
+// stale key needs 256 reuses of its slot to match again, and neither the
+// registration order nor one earlier key of a slot tells a peer the
+// slot's next tag. t.mu must be held.
 func (t *Table) takeIndex() (uint32, bool) {
 	switch {
 	case int(t.next) < len(t.slots):
 		index := t.next
 		t.next++
-		t.tags[index] = uint8(rand.Uint32())
+		r := rand.Uint32()
+		t.tags[index], t.strides[index] = uint8(r), uint8(r>>8)|1
 		return index, true
 	case len(t.free) > 0:
 		index := t.free[0]
 		t.free = t.free[1:]
-		t.tags[index]++
+		t.tags[index] += t.strides[index]
 		return index, true
 	}
 	return 0, false

@@ -290,3 +290,25 @@ func TestFaultString(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyTagRandom: the variant byte of a key is not a function of the
+// registration order: the first region of fresh tables, and the region
+// after a reuse, get tags that differ from table to table
+// (doc/protocol.md §12.2). 16 tables all alike would happen once in 2¹²⁰.
+func TestKeyTagRandom(t *testing.T) {
+	first, second := map[uint8]bool{}, map[uint8]bool{}
+	for range 16 {
+		tbl := NewTable(1)
+		buf := make([]byte, 8)
+		r := mustRegister(t, tbl, pdA, buf, 0)
+		if err := tbl.Deregister(r); err != nil {
+			t.Fatal(err)
+		}
+		r2 := mustRegister(t, tbl, pdA, buf, 0)
+		first[r.Key().Tag()] = true
+		second[r2.Key().Tag()-r.Key().Tag()] = true
+	}
+	if len(first) < 2 || len(second) < 2 {
+		t.Errorf("16 tables: first tags %v, steps %v", first, second)
+	}
+}
