@@ -294,7 +294,7 @@ func TestFaultString(t *testing.T) {
 // TestKeyTagRandom: the variant byte of a key is not a function of the
 // registration order: the first region of fresh tables, and the region
 // after a reuse, get tags that differ from table to table
-// (doc/protocol.md §12.2). 16 tables all alike would happen once in 2¹²⁰.
+// (doc/protocol.md §12.2). 16 tables all alike: once in 2¹⁰⁵ runs.
 func TestKeyTagRandom(t *testing.T) {
 	first, second := map[uint8]bool{}, map[uint8]bool{}
 	for range 16 {
