@@ -7,7 +7,8 @@
 # the guest's rxe saw no bad ICRC, unknown QP, sequence error or retry
 # exhaustion. Needs root (the lab makes a network namespace and a VM); it
 # is not part of CI. Usage: scripts/interop.sh [--keep]  (--keep: leave the
-# lab VM running). Run a subset with CASES='ib_read_lat ib_send_bw'.
+# lab VM running). Run a subset with CASES='ib_read_lat ib_send_bw'
+# (CASES=restart: the killed-and-restarted goverbs process).
 # GOVERBS_ENV=GOVERBS_COUNTERS=1 puts that in the goverbs tools' environment
 # (the counters then end each goverbs log).
 set -euo pipefail
@@ -162,6 +163,66 @@ run_case() {
 	fi
 }
 
+# run_restart_case TOOL DIRECTION — a goverbs process killed mid-run and
+# restarted next to a live rxe QP of the dead connection (issue 11). The
+# first goverbs run is SIGKILLed after 4 s of a long test; the rxe side of
+# it stays up (an rxe requester keeps retransmitting to the dead QP); a
+# second goverbs run, with --stats, then runs a normal test against a new
+# C peer. It passes when the second run passes and rxe's rcvd_seq_err and
+# out_of_seq_request did not move while it ran: the strays of the dead
+# connection reached no live QP of the new process (they are counted in
+# its drop_unknown_qp, shown in the row).
+run_restart_case() {
+	local tool=$1 dir=$2
+	[[ -z ${CASES:-} || " $CASES " == *" restart "* ]] || return 0
+	local tag="restart_${tool}_${dir}" args="-s 65536 -n 200" long="-s 65536 -n 1000000"
+	local glog="$work/$tag.goverbs.log" clog="$work/$tag.rxe.log" grc=0 crc=0 copt="-d rxe0 -x 1"
+	"$lab" exec 'dmesg -c >/dev/null' || true
+	if [[ $dir == c-server ]]; then
+		"$lab" bg old "$tool $copt $long"
+		"$lab" wait-port 18515 30 >/dev/null
+		"$lab" exec-host "timeout -s KILL 4 $work/$tool $long 10.77.0.2" >"$work/$tag.killed.log" 2>&1 || true
+		"$lab" exec 'rdma statistic show link rxe0/1' >"$work/$tag.before"
+		"$lab" bg srv "$tool $copt -p 18516 $args"
+		"$lab" wait-port 18516 30 >/dev/null
+		"$lab" exec-host "timeout 120 $work/$tool --stats -p 18516 $args 10.77.0.2" >"$glog" 2>&1 || grc=$?
+		"$lab" wait srv 120 >"$clog" 2>&1 || crc=$?
+	else
+		"$lab" exec-host "timeout -s KILL 4 $work/$tool $long" >"$work/$tag.killed.log" 2>&1 &
+		local bgpid=$!
+		sleep 1.5
+		"$lab" bg old "$tool $copt $long 10.77.0.1"
+		wait "$bgpid" || true
+		"$lab" exec 'rdma statistic show link rxe0/1' >"$work/$tag.before"
+		"$lab" exec-host "timeout 120 $work/$tool --stats $args" >"$glog" 2>&1 &
+		bgpid=$!
+		sleep 1.5
+		"$lab" exec -t 110 "$tool $copt $args 10.77.0.1" >"$clog" 2>&1 || crc=$?
+		wait "$bgpid" || grc=$?
+	fi
+	"$lab" exec 'rdma statistic show link rxe0/1' >"$work/$tag.after"
+	"$lab" kill old KILL >/dev/null 2>&1 || true
+	"$lab" wait old 10 >"$work/$tag.old.log" 2>&1 || true
+	local why="" c before after
+	((grc == 0)) || why+="goverbs exit $grc; "
+	((crc == 0)) || why+="rxe tool exit $crc; "
+	perftest_ok "$tool" "$args" "$glog" "$clog" || why+="results missing, insane or differ; "
+	for c in rcvd_seq_err out_of_seq_request; do
+		before=$(counter "$c" "$work/$tag.before")
+		after=$(counter "$c" "$work/$tag.after")
+		[[ ${before:-0} == "${after:-0}" ]] || why+="rxe $c ${before:-0}->${after:-0}; "
+	done
+	local row
+	row=$(printf '%-15s %-9s %-26s' "$tool" "$dir" "restart after SIGKILL")
+	if [[ -z $why ]]; then
+		rows+=("PASS  $row Go: $(summary "$glog"), drop_unknown_qp $(counter drop_unknown_qp "$glog"); C: $(summary "$clog")")
+		pass=$((pass + 1))
+	else
+		rows+=("FAIL  $row -- ${why% } (logs: $work/$tag.*)")
+		fail=$((fail + 1))
+	fi
+}
+
 # Sizes: one within and one beyond rxe0's path MTU (1024). Atomics are 8
 # bytes by definition, so their two cases are the two operations.
 for dir in c-server go-server; do
@@ -187,6 +248,7 @@ for dir in c-server go-server; do
 	run_case ib_read_lat "$dir" -a -n 20
 	run_case ib_send_bw "$dir" -D 2 -s 4096
 	run_case ib_write_lat "$dir" -D 2 -F
+	run_restart_case ib_write_bw "$dir"
 done
 
 echo
