@@ -190,15 +190,9 @@ func (d *Device) accept(m *conn.Message) *QP {
 		d.counters.inc(DropMalformed)
 		return nil
 	}
-	env := wire.Envelope{
-		Src: m.Addr.Addr(), Dst: d.local.Addr(),
-		FlagsFragment: wire.FlagDontFragment,
-		SrcPort:       m.Addr.Port(), DstPort: d.local.Port(),
-	}
-	if !icrcOK(p, &env, m) {
-		d.counters.inc(DropBadICRC)
-		return nil
-	}
+	// The header checks come before the ICRC, as in rxe_rcv: they cost a
+	// few loads, the ICRC a pass over the packet, so a flood for other
+	// QPs or from a stranger is dropped cheaply (doc/protocol.md §1.4).
 	bth := p.BTH()
 	qp := d.lookupQP(bth.DestQP())
 	if qp == nil {
@@ -219,6 +213,15 @@ func (d *Device) accept(m *conn.Message) *QP {
 	}
 	if !fromPeer(qp.peer.Load(), m.Addr) {
 		d.counters.inc(DropWrongSource)
+		return nil
+	}
+	env := wire.Envelope{
+		Src: m.Addr.Addr(), Dst: d.local.Addr(),
+		FlagsFragment: wire.FlagDontFragment,
+		SrcPort:       m.Addr.Port(), DstPort: d.local.Port(),
+	}
+	if !icrcOK(p, &env, m) {
+		d.counters.inc(DropBadICRC)
 		return nil
 	}
 	d.counters.inc(RcvdPkts)
