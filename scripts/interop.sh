@@ -165,35 +165,48 @@ run_case() {
 
 # run_restart_case TOOL DIRECTION — a goverbs process killed mid-run and
 # restarted next to a live rxe QP of the dead connection (issue 11). The
-# first goverbs run is SIGKILLed after 4 s of a long test; the rxe side of
-# it stays up (an rxe requester keeps retransmitting to the dead QP); a
-# second goverbs run, with --stats, then runs a normal test against a new
-# C peer. It passes when the second run passes and rxe's rcvd_seq_err and
-# out_of_seq_request did not move while it ran: the strays of the dead
-# connection reached no live QP of the new process (they are counted in
-# its drop_unknown_qp, shown in the row).
+# first goverbs run is SIGKILLed a second into a long test; the rxe side
+# of it stays up (an rxe requester keeps retransmitting to the dead QP); a
+# second goverbs run, with --stats, starts at once and runs a normal test
+# against a new C peer. It passes when the second run passes and rxe's
+# rcvd_seq_err and out_of_seq_request did not move from the kill on: the
+# strays of the dead connection reached no live QP of the new process
+# (they are counted in its drop_unknown_qp, shown in the row).
 run_restart_case() {
 	local tool=$1 dir=$2
 	[[ -z ${CASES:-} || " $CASES " == *" restart "* ]] || return 0
 	local tag="restart_${tool}_${dir}" args="-s 65536 -n 200" long="-s 65536 -n 1000000"
-	local glog="$work/$tag.goverbs.log" clog="$work/$tag.rxe.log" grc=0 crc=0 copt="-d rxe0 -x 1"
+	local glog="$work/$tag.goverbs.log" clog="$work/$tag.rxe.log" klog="$work/$tag.killed.log"
+	local grc=0 crc=0 copt="-d rxe0 -x 1" pid i bgpid
 	"$lab" exec 'dmesg -c >/dev/null' || true
+	# The first goverbs run, its PID in $work/$tag.pid, and where its
+	# measured phase shows: the BW header of the side that prints it first.
+	local first="echo \$\$ >$work/$tag.pid; exec $work/$tool $long"
 	if [[ $dir == c-server ]]; then
 		"$lab" bg old "$tool $copt $long"
 		"$lab" wait-port 18515 30 >/dev/null
-		"$lab" exec-host "timeout -s KILL 4 $work/$tool $long 10.77.0.2" >"$work/$tag.killed.log" 2>&1 || true
-		"$lab" exec 'rdma statistic show link rxe0/1' >"$work/$tag.before"
+		"$lab" exec-host "$first 10.77.0.2" >"$klog" 2>&1 &
+	else
+		"$lab" exec-host "$first" >"$klog" 2>&1 &
+		sleep 1.5
+		"$lab" bg old "$tool $copt $long 10.77.0.1"
+	fi
+	bgpid=$!
+	for ((i = 0; i < 120; i++)); do
+		grep -q '#bytes' "$klog" && break
+		sleep 0.5
+	done
+	sleep 1
+	"$lab" exec 'rdma statistic show link rxe0/1' >"$work/$tag.before"
+	pid=$(cat "$work/$tag.pid")
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$bgpid" 2>/dev/null || true
+	if [[ $dir == c-server ]]; then
 		"$lab" bg srv "$tool $copt -p 18516 $args"
 		"$lab" wait-port 18516 30 >/dev/null
 		"$lab" exec-host "timeout 120 $work/$tool --stats -p 18516 $args 10.77.0.2" >"$glog" 2>&1 || grc=$?
 		"$lab" wait srv 120 >"$clog" 2>&1 || crc=$?
 	else
-		"$lab" exec-host "timeout -s KILL 4 $work/$tool $long" >"$work/$tag.killed.log" 2>&1 &
-		local bgpid=$!
-		sleep 1.5
-		"$lab" bg old "$tool $copt $long 10.77.0.1"
-		wait "$bgpid" || true
-		"$lab" exec 'rdma statistic show link rxe0/1' >"$work/$tag.before"
 		"$lab" exec-host "timeout 120 $work/$tool --stats $args" >"$glog" 2>&1 &
 		bgpid=$!
 		sleep 1.5
@@ -204,6 +217,7 @@ run_restart_case() {
 	"$lab" kill old KILL >/dev/null 2>&1 || true
 	"$lab" wait old 10 >"$work/$tag.old.log" 2>&1 || true
 	local why="" c before after
+	grep -q '#bytes' "$klog" || why+="the first run never reached its test; "
 	((grc == 0)) || why+="goverbs exit $grc; "
 	((crc == 0)) || why+="rxe tool exit $crc; "
 	perftest_ok "$tool" "$args" "$glog" "$clog" || why+="results missing, insane or differ; "
