@@ -492,9 +492,13 @@ func TestMultiQP(t *testing.T) {
 }
 
 // TestQPCountMismatch: sides with different -q stop with a clear error
-// before the test, and neither prints a result line.
+// before the test, and neither prints a result line — no key message is
+// read as a report (issue 11 saw "3472328296395452464 3547200640032715364
+// 0.00 …", the text "0000:000" and "1:00002d" of a key message, printed by
+// a server whose peer ran -q 4; the lab's C perftest with -q 4 now meets
+// this error against a goverbs tool with one QP, both ways).
 func TestQPCountMismatch(t *testing.T) {
-	for _, tool := range []string{"ib_write_bw", "ib_send_bw"} {
+	for _, tool := range []string{"ib_write_bw", "ib_send_bw", "ib_read_bw", "ib_atomic_bw"} {
 		for _, qs := range [][2]string{{"1", "4"}, {"4", "1"}, {"2", "3"}} {
 			srv, cli, srvErr, err := runSides(t, tool, []string{"-n", "20", "-q", qs[0]}, []string{"-n", "20", "-q", qs[1]})
 			if !errors.Is(srvErr, ErrQPCount) && !errors.Is(err, ErrQPCount) {
