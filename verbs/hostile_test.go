@@ -66,3 +66,33 @@ func TestForgedWriteFromAnotherPort(t *testing.T) {
 		t.Errorf("duplicate_request +%d: the real WRITE was taken as a duplicate", d)
 	}
 }
+
+// TestBadPKeyCounter: a packet with a P_Key of another partition is
+// dropped and counted, in drop_bad_pkey and in the port's bad_pkey_cntr
+// (ibv_devinfo -v; the device reports BAD_PKEY_CNTR).
+func TestBadPKeyCounter(t *testing.T) {
+	p := verbstest.New(t, verbstest.Options{Link: verbstest.UDP})
+	b := p.B.Dev.Addr()
+	a := p.A.Dev.Addr()
+	pkt, err := wire.NewPacket(make([]byte, 128), 0, &wire.BTHFields{Opcode: wire.RCSendOnly, PKey: 0x8001,
+		DestQP: uint32(p.B.QP.QPN()), PSN: 0xfffff0}, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forger, err := conn.ListenUDP(netip.AddrPortFrom(a.Addr(), 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer forger.Close()
+	pkt.SealICRC(&wire.Envelope{Src: a.Addr(), Dst: b.Addr(), FlagsFragment: wire.FlagDontFragment,
+		SrcPort: forger.LocalAddr().Port(), DstPort: b.Port()})
+	// From another port than A's: the P_Key is checked before the source
+	// (doc/protocol.md §1.4), so it is the P_Key that counts.
+	if _, err := forger.Send([]conn.Message{{Buf: pkt, Addr: b}}); err != nil {
+		t.Fatal(err)
+	}
+	waitCounter(t, p.B.Dev, verbs.DropBadPKey, 1)
+	if port, _ := p.B.Dev.QueryPort(1); port.BadPKeyCntr != 1 {
+		t.Errorf("bad_pkey_cntr %d, want 1", port.BadPKeyCntr)
+	}
+}

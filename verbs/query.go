@@ -65,6 +65,7 @@ type PortAttr struct {
 	MaxMsgSz    uint64    // longest message
 	LinkLayer   string    // "Ethernet"
 	ActiveSpeed string    // "" (a software device has no link speed)
+	BadPKeyCntr uint16    // packets dropped for their P_Key (DropBadPKey), saturating as the IBA's 16-bit counter
 }
 
 // Query returns the device attributes (ibv_query_device).
@@ -106,6 +107,7 @@ func (d *Device) QueryPort(port uint8) (PortAttr, error) {
 	return PortAttr{
 		State: state, MaxMTU: MTU4096, ActiveMTU: MTU(d.e.ActiveMTU()),
 		GIDTblLen: 1, PKeyTblLen: 1, MaxMsgSz: engine.MaxMsgSize, LinkLayer: "Ethernet",
+		BadPKeyCntr: uint16(min(d.Counters().Get(DropBadPKey), 0xffff)),
 	}, nil
 }
 

@@ -73,6 +73,7 @@ var capFlags = []struct {
 	bit  uint32
 	name string
 }{
+	{1 << 1, "BAD_PKEY_CNTR"}, // the port's bad_pkey_cntr counts drop_bad_pkey
 	{1 << 11, "SYS_IMAGE_GUID"},
 	{1 << 12, "RC_RNR_NAK_GEN"},
 }
@@ -143,7 +144,7 @@ func portAttrs(w io.Writer, d *verbs.Device, pa *verbs.PortAttr) error {
 	p("\t\t\tport_cap_flags:\t\t0x%08x", 0)
 	p("\t\t\tport_cap_flags2:\t0x%04x", 0)
 	p("\t\t\tmax_vl_num:\t\t1 (1)")
-	p("\t\t\tbad_pkey_cntr:\t\t0x0")
+	p("\t\t\tbad_pkey_cntr:\t\t0x%x", pa.BadPKeyCntr)
 	p("\t\t\tqkey_viol_cntr:\t\t0x0")
 	p("\t\t\tsm_sl:\t\t\t0")
 	p("\t\t\tpkey_tbl_len:\t\t%d", pa.PKeyTblLen)
