@@ -96,3 +96,29 @@ func TestBadPKeyCounter(t *testing.T) {
 		t.Errorf("bad_pkey_cntr %d, want 1", port.BadPKeyCntr)
 	}
 }
+
+// TestTransferUnderForgedFlood: issue 11 saw a flood of forged WRITE_ONLYs
+// with random PSNs, from the peer's IP but another port, fail a 64 MiB
+// transfer with RETRY_EXC_ERR. Now they are dropped as from a wrong
+// source: a 16 MiB WRITE under such a flood completes and its bytes land.
+func TestTransferUnderForgedFlood(t *testing.T) {
+	const size = 16 << 20
+	p := verbstest.New(t, verbstest.Options{Link: verbstest.UDP})
+	src, dst := p.A.Buffer(t, size, 0x3c), p.B.Buffer(t, size, 0)
+	clear(dst.Bytes())
+	f := newFlooder(t, floodForgedPeer, p.B.Dev.Addr(), p.B.QP.QPN(), dst.Addr(), dst.RKey())
+	f.on.Store(true)
+	post(t, p.A.QP, &verbs.SendWR{WRID: 1, Opcode: verbs.WRRDMAWrite, Flags: verbs.SendSignaled,
+		SGList: []verbs.SGE{src.SGE(0, size)}, RemoteAddr: dst.Addr(), RKey: dst.RKey()})
+	wc := verbstest.MustPoll(t, p.A.SendCQ, 1)[0]
+	f.on.Store(false)
+	if wc.Status != verbs.WCSuccess {
+		t.Fatalf("16 MiB WRITE under a forged flood: %v", wc.Status)
+	}
+	if !bytes.Equal(dst.Bytes(), src.Bytes()) {
+		t.Fatal("the WRITE's bytes did not all land")
+	}
+	if f.sent.Load() == 0 || p.B.Dev.Counters().Get(verbs.DropWrongSource) == 0 {
+		t.Errorf("the flood did not reach the device (%d sent)", f.sent.Load())
+	}
+}
