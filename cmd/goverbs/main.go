@@ -96,7 +96,7 @@ func perftestTool(name string, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	cfg.Stats = statsAtExit(cfg.PrintStats, stderr)
+	cfg.Stats = statsAtExit(cfg.Counters, stderr)
 	return perftest.Run(cfg, stdout)
 }
 

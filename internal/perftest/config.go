@@ -40,29 +40,29 @@ type Config struct {
 	Test Test
 	Prog string // the tool name, for messages
 
-	Port       int    // -p: TCP port of the control channel
-	IBDev      string // -d: the goverbs device's name
-	IBPort     int    // -i: must be 1
-	QPs        int    // -q: QPs of a BW test, each running Iters operations
-	Size       int    // -s: message size
-	All        bool   // -a: sizes 2, 4, ... 2^23
-	Iters      int    // -n
-	Duration   int    // -D: seconds; 0 means iteration mode
-	Margin     int    // -f: seconds at each end of a -D run not measured
-	TxDepth    int    // -t
-	RxDepth    int    // -r: receives posted (SEND tests)
-	MTU        int    // -m: path MTU in bytes; 0 means the port's active MTU
-	GIDIdx     int    // -x: local GID index
-	CQMod      int    // -Q: a completion is requested every CQMod sends
-	OutReads   int    // -o: READs/atomics in flight (READ and atomic tests)
-	Inline     int    // -I: largest message sent inline
-	Timeout    int    // -u: local ACK timeout exponent
-	SL         int    // -S: service level (not on the RoCE wire)
-	Atomic     AtomicType
-	NoPeak     bool // -N: skip the peak bandwidth search
-	Gbits      bool // --report_gbits
-	PrintStats bool // --stats: print the device's counters at exit (goverbs)
-	CPUFreq    bool // -F: perftest's CPU frequency warning; nothing to warn about here
+	Port     int    // -p: TCP port of the control channel
+	IBDev    string // -d: the goverbs device's name
+	IBPort   int    // -i: must be 1
+	QPs      int    // -q: QPs of a BW test, each running Iters operations
+	Size     int    // -s: message size
+	All      bool   // -a: sizes 2, 4, ... 2^23
+	Iters    int    // -n
+	Duration int    // -D: seconds; 0 means iteration mode
+	Margin   int    // -f: seconds at each end of a -D run not measured
+	TxDepth  int    // -t
+	RxDepth  int    // -r: receives posted (SEND tests)
+	MTU      int    // -m: path MTU in bytes; 0 means the port's active MTU
+	GIDIdx   int    // -x: local GID index
+	CQMod    int    // -Q: a completion is requested every CQMod sends
+	OutReads int    // -o: READs/atomics in flight (READ and atomic tests)
+	Inline   int    // -I: largest message sent inline
+	Timeout  int    // -u: local ACK timeout exponent
+	SL       int    // -S: service level (not on the RoCE wire)
+	Atomic   AtomicType
+	NoPeak   bool // -N: skip the peak bandwidth search
+	Gbits    bool // --report_gbits
+	Counters bool // --stats: print the device's counters at exit (goverbs)
+	CPUFreq  bool // -F: perftest's CPU frequency warning; nothing to warn about here
 
 	// Server is the host to connect to; empty means run as the server.
 	Server string
@@ -129,7 +129,7 @@ func ParseArgs(prog string, args []string, stderr io.Writer) (Config, error) {
 		toolflag.Opt("N", "noPeak", "", "do not compute the peak bandwidth", &c.NoPeak),
 		toolflag.Opt("F", "CPU-freq", "", "accepted for compatibility: goverbs measures time, not CPU cycles", &c.CPUFreq),
 		toolflag.Opt("", "report_gbits", "", "report bandwidth in Gb/s instead of MB/s", &c.Gbits),
-		toolflag.Opt("", "stats", "", "goverbs: print the device's counters to stderr at exit, as `rdma statistic` does", &c.PrintStats),
+		toolflag.Opt("", "stats", "", "goverbs: print the device's counters to stderr at exit, as `rdma statistic` does", &c.Counters),
 		toolflag.Opt("c", "connection", "type", "connection type: RC (the only one goverbs runs)", &connType),
 		toolflag.Opt("q", "qp", "num", "number of QPs, each running the iterations (BW tests; default 1)", &c.QPs),
 		toolflag.Opt("", "addr", "ip[:port]", "goverbs: RoCE address of this device (default: the TCP connection's local address, port 4791)", &c.Addr),
