@@ -10,7 +10,7 @@ import (
 type responder struct {
 	psn     wire.PSN // next request PSN expected
 	msn     uint32   // completed request messages (AETH MSN)
-	sentNAK bool     // a sequence NAK is out: quiet until back in order
+	sentNAK bool     // a sequence NAK is out: quiet until back in order, then ACK
 	inSend  bool     // between the FIRST and LAST packets of a SEND
 	inWrite bool     // between the FIRST and LAST packets of a WRITE
 	haveWQE bool     // wqe holds the receive WQE of the SEND in progress
@@ -113,10 +113,10 @@ func (qp *QP) respond(p wire.Packet) {
 		qp.dev.counters.inc(DuplicateRequest)
 		o = qp.duplicate(p, psn)
 	default:
-		qp.resp.sentNAK = false
 		if o = qp.execute(p, psn); o.isError() {
 			qp.respFail(o, psn)
 		}
+		qp.resp.sentNAK = false
 	}
 	if qp.trace != nil {
 		qp.traceResp(p.Opcode(), psn, o)
@@ -312,11 +312,16 @@ func (qp *QP) respWrite(p wire.Packet, psn wire.PSN) respOutcome {
 }
 
 // acceptRequest advances the expected PSN past a SEND or WRITE packet and
-// notes the ACK it asked for.
+// notes the ACK it asked for. The packet that fills the gap of a sequence
+// NAK is acknowledged whether it asks or not: a requester that went back
+// for the NAK takes no further sequence NAK as a reason to go back again
+// until an ACK shows the resend arriving (rxe: started_retry, cleared only
+// by an ACK), so without it a second loss in the resend would wait for
+// the requester's timer (doc/protocol.md §6.3).
 func (qp *QP) acceptRequest(p wire.Packet, psn wire.PSN) {
 	r := &qp.resp
 	r.psn = psn.Next()
-	if p.BTH().AckRequest() {
+	if p.BTH().AckRequest() || r.sentNAK {
 		r.ackPending, r.ackPSN = true, psn
 	}
 }

@@ -69,6 +69,29 @@ func TestResponderPackets(t *testing.T) {
 		wcs:      []wantWC{{0, ib.WCSuccess, ib.WCRecv, 1}},
 		counters: map[Counter]uint64{OutOfSeqRequest: 2, NAKSent: 1},
 	}, {
+		name: "the packet that fills a NAKed gap is acknowledged without AckReq, so the next gap's NAK is acted on",
+		steps: []step{{
+			in:   &pkt{op: wire.RCWriteOnly, psn: 1, payload: []byte("b"), fill: rethAt(regionKey, 1, 1)},
+			want: []out{nak(wire.NAKPSNSequenceError, 0, 0)},
+		}, {
+			in:   &pkt{op: wire.RCWriteOnly, psn: 0, payload: []byte("a"), fill: rethAt(regionKey, 0, 1)},
+			want: []out{ack(0, 1)},
+		}, {
+			in:   &pkt{op: wire.RCWriteOnly, psn: 2, payload: []byte("c"), fill: rethAt(regionKey, 2, 1)},
+			want: []out{nak(wire.NAKPSNSequenceError, 1, 1)},
+		}, {
+			in:   &pkt{op: wire.RCWriteOnly, psn: 1, payload: []byte("b"), fill: rethAt(regionKey, 1, 1)},
+			want: []out{ack(1, 2)},
+		}, {
+			in: &pkt{op: wire.RCWriteOnly, psn: 2, payload: []byte("c"), fill: rethAt(regionKey, 2, 1)},
+		}},
+		counters: map[Counter]uint64{OutOfSeqRequest: 2, NAKSent: 2, ACKSent: 2},
+		check: func(t *testing.T, r *pktRig) {
+			if string(r.region[:3]) != "abc" {
+				t.Errorf("region holds %q, want \"abc\"", r.region[:3])
+			}
+		},
+	}, {
 		name: "duplicate SEND is acknowledged again, not placed again",
 		steps: []step{{
 			in:   &pkt{op: wire.RCSendOnly, psn: 0, ack: true, payload: []byte("once")},
