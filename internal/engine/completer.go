@@ -378,6 +378,10 @@ func (qp *QP) completeThrough(psn wire.PSN) *sendWQE {
 		if qp.comp.psn.LessEq(w.lastPSN) {
 			qp.comp.psn = w.lastPSN.Next()
 		}
+		// A response past a whole WQE reloads the retry counters, a
+		// sequence NAK too (rxe check_psn): else the NAKs of a long lossy
+		// run would spend them across WQEs that all completed.
+		qp.comp.reload(&qp.attr)
 		qp.finishSend(w, ib.WCSuccess)
 	}
 	return nil
