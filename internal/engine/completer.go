@@ -166,11 +166,13 @@ func (qp *QP) complete(p wire.Packet, now time.Time) {
 			return
 		case compDuplicate:
 			qp.dev.counters.inc(DropDuplicateResponse)
-			if w := qp.oldest(); w != nil && w.opcode == ib.WRRDMARead && p.Info().Is(wire.OpRead) {
+			if qp.oldest() != nil && p.Info().Is(wire.OpRead) {
 				// A READ asked for again twice is served twice, the older
-				// stream first: its responses are duplicates by now, but
-				// the responder is alive and working through what was
-				// asked, so they keep the timer off as compReadGap's do.
+				// stream first, and what was asked after it only then:
+				// its responses are duplicates by now, but the responder
+				// is alive and working through what was asked, so they
+				// keep the timer off as compReadGap's do, also for the
+				// WQEs behind the READ, which it answers after them.
 				qp.comp.restartTimer(now, &qp.attr)
 			}
 			return
@@ -297,13 +299,16 @@ func (qp *QP) compReadData(c *compCtx) compPhase {
 // that is busy, not lost, and fail a READ of several MiB over a slow link.
 func (qp *QP) compReadGap(c *compCtx) compPhase {
 	qp.dev.counters.inc(DropUnexpectedResponse)
-	qp.comp.restartTimer(c.now, &qp.attr)
 	return qp.retryLost(c)
 }
 
 // retryLost asks again for a response the responder went past, if the
-// request was sent and is not already being sent again.
+// request was sent and is not already being sent again. The response that
+// shows it restarts the timer, without reloading the retry counter: the
+// responder is alive and streams on, as in compReadGap, and answers what
+// was asked again only after that.
 func (qp *QP) retryLost(c *compCtx) compPhase {
+	qp.comp.restartTimer(c.now, &qp.attr)
 	if c.w.state == wqeSent && !qp.resendPending() {
 		return compRetry
 	}
