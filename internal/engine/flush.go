@@ -31,5 +31,6 @@ func (qp *QP) flush() {
 	}
 	qp.resp.inSend, qp.resp.inWrite, qp.resp.ackPending = false, false, false
 	qp.resp.read.active = false
+	qp.resp.stash.clear()
 	qp.dropInbound()
 }
