@@ -32,6 +32,7 @@ type completer struct {
 	resends      uint32
 	rnrUntil     time.Time // after an RNR NAK, nothing is sent before this
 	rdAtomicDone uint32    // READ and atomic WQEs completed (see requester.rdAtomicStarted)
+	stash        stash     // READ responses that came ahead of psn
 }
 
 // reload restores the retry counters, after progress (IBA 9.7.5.2.8).
@@ -124,8 +125,16 @@ type compCtx struct {
 	wasRetrying bool
 }
 
-// complete handles one response packet: a driver loop over the phases.
+// complete handles one response packet, then the held READ responses it
+// brought into order.
 func (qp *QP) complete(p wire.Packet, now time.Time) {
+	for ; p != nil; p = qp.comp.stash.take(qp.comp.psn) {
+		qp.completeOne(p, now)
+	}
+}
+
+// completeOne handles one response packet: a driver loop over the phases.
+func (qp *QP) completeOne(p wire.Packet, now time.Time) {
 	c := compCtx{p: p, psn: p.BTH().PSN(), now: now, before: qp.comp.psn, wasRetrying: qp.comp.retrying}
 	for ph := compCheckPSN; ; {
 		if qp.trace != nil {
@@ -289,7 +298,11 @@ func (qp *QP) compReadData(c *compCtx) compPhase {
 }
 
 // compReadGap handles a response of the outstanding READ that comes after
-// a missing one: it is dropped (responses are placed in order), the READ is
+// a missing one. Up to stashSlots PSNs ahead, and unless it is the READ's
+// last, it is held and placed in its turn, and nothing else is done: the
+// missing ones may only be late (doc/protocol.md §8.3), and asking again
+// would have the responder send the rest of the READ twice and slow its
+// pace. Otherwise it is dropped (responses are placed in order), the READ is
 // asked again from the gap at once, and only once per gap — a retry under
 // way starts no other (doc/protocol.md §8.3) — and the timer restarts
 // without reloading the retry counter. The responder is alive and still
@@ -298,6 +311,11 @@ func (qp *QP) compReadData(c *compCtx) compPhase {
 // rest of a long READ streams in would spend the retries on a responder
 // that is busy, not lost, and fail a READ of several MiB over a slow link.
 func (qp *QP) compReadGap(c *compCtx) compPhase {
+	if c.psn != c.w.lastPSN && c.psn.Diff(qp.comp.psn) <= stashSlots {
+		qp.comp.stash.put(c.psn, c.p)
+		qp.comp.restartTimer(c.now, &qp.attr)
+		return compUpdate
+	}
 	qp.dev.counters.inc(DropUnexpectedResponse)
 	return qp.retryLost(c)
 }

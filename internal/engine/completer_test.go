@@ -241,6 +241,17 @@ func TestCompleterPackets(t *testing.T) {
 			counters: map[Counter]uint64{CompleterRetryErr: 1, DropUnexpectedResponse: 2, LocalACKTimeout: 0},
 			check:    longDone,
 		}, {
+			name: "a READ response overtaken by a few is held and placed in its turn, without asking again",
+			steps: []step{
+				{post: readLong, want: []out{readRequest(0, 768)}},
+				{in: inRead(wire.RCReadResponseMiddle, 1, long[256:512])},
+				{in: inRead(wire.RCReadResponseFirst, 0, long[:256])},
+				{in: inRead(wire.RCReadResponseLast, 2, long[512:])},
+			},
+			wcs:      []wantWC{{1, ib.WCSuccess, ib.WCRDMARead, 768}},
+			counters: map[Counter]uint64{CompleterRetryErr: 0, DropUnexpectedResponse: 0},
+			check:    longDone,
+		}, {
 			name: "responses past a gap keep the timer from firing while the old stream runs",
 			steps: []step{
 				{post: readLong, want: []out{readRequest(0, 768)}},
