@@ -8,9 +8,14 @@
 # exhaustion. Needs root (the lab makes a network namespace and a VM); it
 # is not part of CI. Usage: scripts/interop.sh [--keep]  (--keep: leave the
 # lab VM running). Run a subset with CASES='ib_read_lat ib_send_bw'
-# (CASES=restart: the killed-and-restarted goverbs process).
+# (CASES=restart: the killed-and-restarted goverbs process), and of those
+# only the cases with given arguments with CASE_ARGS='-s 65536 -n 200'.
 # GOVERBS_ENV=GOVERBS_COUNTERS=1 puts that in the goverbs tools' environment
 # (the counters then end each goverbs log).
+# NETEM='delay 1ms loss 3% reorder 5% duplicate 1%' impairs what the guest
+# sends with netem on its eth0 (sch_netem, insmod from the guest kernel's
+# module tree); sequence errors are then expected, only retry exhaustion
+# fails a case, and each row shows the retransmissions of both sides.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,6 +35,20 @@ done
 
 # rxe counters that must not move because of us.
 watched="rcvd_seq_err out_of_seq_request retry_exceeded_err retry_rnr_exceeded_err"
+# Counters a NETEM row shows: the rxe ones as moved during the case, the
+# goverbs ones as its tool printed them (GOVERBS_COUNTERS=1).
+rxe_shown="sent_pkts completer_retry_err rcvd_seq_err out_of_seq_request duplicate_request"
+go_shown="sent_pkts retransmitted_pkts completer_retry_err local_ack_timeout_err nak_sent rcvd_seq_err out_of_seq_request duplicate_request"
+if [[ -n ${NETEM:-} ]]; then
+	watched="retry_exceeded_err retry_rnr_exceeded_err"
+	GOVERBS_ENV="${GOVERBS_ENV:-} GOVERBS_COUNTERS=1"
+	labcache=${LAB_CACHE:-$(dirname "$(readlink -f "$lab")")/cache}
+	ko=$(find "$labcache/stage/lib/modules" -name 'sch_netem.ko*' | head -n 1)
+	[[ -n $ko ]] || { echo "no sch_netem module in $labcache/stage" >&2; exit 1; }
+	cp "$ko" "$labcache/vm/lab/share/"
+	"$lab" exec "grep -q '^sch_netem ' /proc/modules || insmod /host/${ko##*/}; tc qdisc replace dev eth0 root netem $NETEM && tc qdisc show dev eth0"
+	[[ $keep != --keep ]] || trap '"$lab" exec "tc qdisc del dev eth0 root" >/dev/null 2>&1 || true' EXIT
+fi
 
 counter() { # counter NAME FILE
 	grep -o "$1 [0-9]*" "$2" | awk '{print $2}' | head -n 1
@@ -104,6 +123,7 @@ run_case() {
 	shift 2
 	local args="$*" # on a line of its own: local expands all its words first
 	[[ -z ${CASES:-} || " $CASES " == *" $tool "* ]] || return 0
+	[[ -z ${CASE_ARGS:-} || $args == "$CASE_ARGS" ]] || return 0
 	local tag="${tool}_${dir}_$(echo "$args" | tr -c 'A-Za-z0-9' _)"
 	local glog="$work/$tag.goverbs.log" clog="$work/$tag.rxe.log" grc crc attempt
 	local copt="-g 1" # the IPv4-mapped GID of rxe0
@@ -152,10 +172,22 @@ run_case() {
 		after=$(counter "$c" "$work/$tag.after")
 		[[ ${before:-0} == "${after:-0}" ]] || why+="rxe $c ${before:-0}->${after:-0}; "
 	done
-	local row
+	local row moved=""
 	row=$(printf '%-15s %-9s %-26s' "$tool" "$dir" "$args")
+	if [[ -n ${NETEM:-} ]]; then
+		moved=" | rxe:"
+		for c in $rxe_shown; do
+			before=$(counter "$c" "$work/$tag.before")
+			after=$(counter "$c" "$work/$tag.after")
+			moved+=" $c $((${after:-0} - ${before:-0}))"
+		done
+		moved+=" | goverbs:"
+		for c in $go_shown; do
+			moved+=" $c $(counter "$c" "$glog" || true)"
+		done
+	fi
 	if [[ -z $why ]]; then
-		rows+=("PASS  $row Go: $(summary "$glog"); C: $(summary "$clog")")
+		rows+=("PASS  $row Go: $(summary "$glog"); C: $(summary "$clog")$moved")
 		pass=$((pass + 1))
 	else
 		rows+=("FAIL  $row -- ${why% } (logs: $work/$tag.*)")

@@ -201,6 +201,12 @@ func (d *delayQueue) fire() {
 		d.deliver(p)
 		d.mu.Lock()
 	}
+	if len(d.q) == 0 {
+		// A push while this call delivered may have armed the timer,
+		// and its firing returned at once: nothing is armed now, or the
+		// next push would wait for that spent timer forever.
+		d.armed = false
+	}
 	d.firing = false
 }
 

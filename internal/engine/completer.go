@@ -32,6 +32,7 @@ type completer struct {
 	resends      uint32
 	rnrUntil     time.Time // after an RNR NAK, nothing is sent before this
 	rdAtomicDone uint32    // READ and atomic WQEs completed (see requester.rdAtomicStarted)
+	stash        stash     // READ responses that came ahead of psn
 }
 
 // reload restores the retry counters, after progress (IBA 9.7.5.2.8).
@@ -124,8 +125,16 @@ type compCtx struct {
 	wasRetrying bool
 }
 
-// complete handles one response packet: a driver loop over the phases.
+// complete handles one response packet, then the held READ responses it
+// brought into order.
 func (qp *QP) complete(p wire.Packet, now time.Time) {
+	for ; p != nil; p = qp.comp.stash.take(qp.comp.psn) {
+		qp.completeOne(p, now)
+	}
+}
+
+// completeOne handles one response packet: a driver loop over the phases.
+func (qp *QP) completeOne(p wire.Packet, now time.Time) {
 	c := compCtx{p: p, psn: p.BTH().PSN(), now: now, before: qp.comp.psn, wasRetrying: qp.comp.retrying}
 	for ph := compCheckPSN; ; {
 		if qp.trace != nil {
@@ -166,11 +175,13 @@ func (qp *QP) complete(p wire.Packet, now time.Time) {
 			return
 		case compDuplicate:
 			qp.dev.counters.inc(DropDuplicateResponse)
-			if w := qp.oldest(); w != nil && w.opcode == ib.WRRDMARead && p.Info().Is(wire.OpRead) {
+			if qp.oldest() != nil && p.Info().Is(wire.OpRead) {
 				// A READ asked for again twice is served twice, the older
-				// stream first: its responses are duplicates by now, but
-				// the responder is alive and working through what was
-				// asked, so they keep the timer off as compReadGap's do.
+				// stream first, and what was asked after it only then:
+				// its responses are duplicates by now, but the responder
+				// is alive and working through what was asked, so they
+				// keep the timer off as compReadGap's do, also for the
+				// WQEs behind the READ, which it answers after them.
 				qp.comp.restartTimer(now, &qp.attr)
 			}
 			return
@@ -287,7 +298,11 @@ func (qp *QP) compReadData(c *compCtx) compPhase {
 }
 
 // compReadGap handles a response of the outstanding READ that comes after
-// a missing one: it is dropped (responses are placed in order), the READ is
+// a missing one. Up to stashSlots PSNs ahead, and unless it is the READ's
+// last, it is held and placed in its turn, and nothing else is done: the
+// missing ones may only be late (doc/protocol.md §8.3), and asking again
+// would have the responder send the rest of the READ twice and slow its
+// pace. Otherwise it is dropped (responses are placed in order), the READ is
 // asked again from the gap at once, and only once per gap — a retry under
 // way starts no other (doc/protocol.md §8.3) — and the timer restarts
 // without reloading the retry counter. The responder is alive and still
@@ -296,14 +311,22 @@ func (qp *QP) compReadData(c *compCtx) compPhase {
 // rest of a long READ streams in would spend the retries on a responder
 // that is busy, not lost, and fail a READ of several MiB over a slow link.
 func (qp *QP) compReadGap(c *compCtx) compPhase {
+	if c.psn != c.w.lastPSN && c.psn.Diff(qp.comp.psn) <= stashSlots {
+		qp.comp.stash.put(c.psn, c.p)
+		qp.comp.restartTimer(c.now, &qp.attr)
+		return compUpdate
+	}
 	qp.dev.counters.inc(DropUnexpectedResponse)
-	qp.comp.restartTimer(c.now, &qp.attr)
 	return qp.retryLost(c)
 }
 
 // retryLost asks again for a response the responder went past, if the
-// request was sent and is not already being sent again.
+// request was sent and is not already being sent again. The response that
+// shows it restarts the timer, without reloading the retry counter: the
+// responder is alive and streams on, as in compReadGap, and answers what
+// was asked again only after that.
 func (qp *QP) retryLost(c *compCtx) compPhase {
+	qp.comp.restartTimer(c.now, &qp.attr)
 	if c.w.state == wqeSent && !qp.resendPending() {
 		return compRetry
 	}
@@ -378,6 +401,10 @@ func (qp *QP) completeThrough(psn wire.PSN) *sendWQE {
 		if qp.comp.psn.LessEq(w.lastPSN) {
 			qp.comp.psn = w.lastPSN.Next()
 		}
+		// A response past a whole WQE reloads the retry counters, a
+		// sequence NAK too (rxe check_psn): else the NAKs of a long lossy
+		// run would spend them across WQEs that all completed.
+		qp.comp.reload(&qp.attr)
 		qp.finishSend(w, ib.WCSuccess)
 	}
 	return nil

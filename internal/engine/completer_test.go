@@ -241,6 +241,17 @@ func TestCompleterPackets(t *testing.T) {
 			counters: map[Counter]uint64{CompleterRetryErr: 1, DropUnexpectedResponse: 2, LocalACKTimeout: 0},
 			check:    longDone,
 		}, {
+			name: "a READ response overtaken by a few is held and placed in its turn, without asking again",
+			steps: []step{
+				{post: readLong, want: []out{readRequest(0, 768)}},
+				{in: inRead(wire.RCReadResponseMiddle, 1, long[256:512])},
+				{in: inRead(wire.RCReadResponseFirst, 0, long[:256])},
+				{in: inRead(wire.RCReadResponseLast, 2, long[512:])},
+			},
+			wcs:      []wantWC{{1, ib.WCSuccess, ib.WCRDMARead, 768}},
+			counters: map[Counter]uint64{CompleterRetryErr: 0, DropUnexpectedResponse: 0},
+			check:    longDone,
+		}, {
 			name: "responses past a gap keep the timer from firing while the old stream runs",
 			steps: []step{
 				{post: readLong, want: []out{readRequest(0, 768)}},
@@ -279,6 +290,23 @@ func TestCompleterPackets(t *testing.T) {
 			counters: map[Counter]uint64{CompleterRetryErr: 1, DropUnexpectedResponse: 1, DropDuplicateResponse: 2, LocalACKTimeout: 0},
 			check:    longDone,
 		}, {
+			name: "a stale READ stream keeps the timer off while the SEND behind the READ waits for its ACK",
+			steps: []step{
+				{post: read(300, sends(1)), want: []out{readRequest(0, 300), sendOnly(2, 0)}},
+				{in: inRead(wire.RCReadResponseFirst, 0, readData[:256])},
+				{in: inRead(wire.RCReadResponseLast, 1, readData[256:])},
+				// The responder serves a READ asked again before it
+				// acknowledges the SEND, for longer than the timeout.
+				{sleep: 6 * time.Microsecond},
+				{in: inRead(wire.RCReadResponseFirst, 0, readData[:256])},
+				{sleep: 6 * time.Microsecond},
+				{in: inRead(wire.RCReadResponseLast, 1, readData[256:])},
+				{sleep: 6 * time.Microsecond},
+				{in: inACK(2)},
+			},
+			wcs:      []wantWC{{1, ib.WCSuccess, ib.WCRDMARead, 300}, {2, ib.WCSuccess, ib.WCSend, 8}},
+			counters: map[Counter]uint64{DropDuplicateResponse: 2, LocalACKTimeout: 0},
+		}, {
 			name: "READ response of the wrong length: BAD_RESP_ERR",
 			steps: []step{
 				{post: read(16, nil), want: []out{readRequest(0, 16)}},
@@ -296,6 +324,27 @@ func TestCompleterPackets(t *testing.T) {
 			},
 			wcs:      []wantWC{{1, ib.WCSuccess, ib.WCRDMARead, 16}, {2, ib.WCSuccess, ib.WCSend, 8}},
 			counters: map[Counter]uint64{CompleterRetryErr: 1},
+		}, {
+			name: "responses past a lost READ response keep the timer off while they stream",
+			steps: []step{
+				{post: read(16, readLong), want: []out{readRequest(0, 16), readRequest(1, 768)}},
+				{in: inRead(wire.RCReadResponseFirst, 1, long[:256]), want: []out{readRequest(0, 16), readRequest(1, 768)}},
+				// retry_cnt 1 is spent; the responder streams the
+				// second READ for longer than the timeout (8.192 µs)
+				// before it answers the requests asked again.
+				{sleep: 6 * time.Microsecond},
+				{in: inRead(wire.RCReadResponseMiddle, 2, long[256:512])},
+				{sleep: 6 * time.Microsecond},
+				{in: inRead(wire.RCReadResponseLast, 3, long[512:])},
+				{sleep: 6 * time.Microsecond},
+				{in: inRead(wire.RCReadResponseOnly, 0, readData[:16])},
+				{in: inRead(wire.RCReadResponseFirst, 1, long[:256])},
+				{in: inRead(wire.RCReadResponseMiddle, 2, long[256:512])},
+				{in: inRead(wire.RCReadResponseLast, 3, long[512:])},
+			},
+			wcs:      []wantWC{{1, ib.WCSuccess, ib.WCRDMARead, 16}, {2, ib.WCSuccess, ib.WCRDMARead, 768}},
+			counters: map[Counter]uint64{CompleterRetryErr: 1, LocalACKTimeout: 0},
+			check:    longDone,
 		}, {
 			name: "atomic ACK returns the original value in host order",
 			steps: []step{

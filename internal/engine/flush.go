@@ -31,5 +31,7 @@ func (qp *QP) flush() {
 	}
 	qp.resp.inSend, qp.resp.inWrite, qp.resp.ackPending = false, false, false
 	qp.resp.read.active = false
+	qp.resp.stash.clear()
+	qp.comp.stash.clear()
 	qp.dropInbound()
 }

@@ -10,7 +10,7 @@ import (
 type responder struct {
 	psn     wire.PSN // next request PSN expected
 	msn     uint32   // completed request messages (AETH MSN)
-	sentNAK bool     // a sequence NAK is out: quiet until back in order
+	sentNAK bool     // a sequence NAK is out: quiet until back in order, then ACK
 	inSend  bool     // between the FIRST and LAST packets of a SEND
 	inWrite bool     // between the FIRST and LAST packets of a WRITE
 	haveWQE bool     // wqe holds the receive WQE of the SEND in progress
@@ -27,6 +27,7 @@ type responder struct {
 	readQ      readQueue  // READs accepted behind read
 	sent       readSent   // READ responses sent, for pace and the retransmission count
 	pace       pacer      // paces the READ responses
+	stash      stash      // SEND and WRITE packets that came ahead of psn
 }
 
 // writeState is the RDMA WRITE in progress, from its RETH.
@@ -57,6 +58,7 @@ const (
 	respRNR                          // no receive WQE: RNR NAK, PSN not consumed (IBA 9.7.5.2.8)
 	respSeqNAK                       // PSN ahead: PSN sequence error NAK (IBA 9.7.5.2, code 0)
 	respSeqDrop                      // PSN ahead after that NAK: dropped until back in order
+	respHeld                         // SEND or WRITE packet ahead: held until its turn
 	respDupACK                       // duplicate SEND or WRITE: acknowledged again
 	respDupRead                      // duplicate READ: executed again
 	respDupAtomic                    // duplicate atomic: answered from its resource
@@ -74,6 +76,7 @@ var respOutcomeNames = [...]string{
 	respRNR:           "RNR NAK",
 	respSeqNAK:        "PSN sequence NAK",
 	respSeqDrop:       "out of sequence, dropped",
+	respHeld:          "out of sequence, held",
 	respDupACK:        "duplicate, ACK again",
 	respDupRead:       "duplicate READ, execute again",
 	respDupAtomic:     "duplicate atomic, replay",
@@ -108,34 +111,30 @@ func (qp *QP) respond(p wire.Packet) {
 	var o respOutcome
 	switch d := psn.Diff(qp.resp.psn); {
 	case d > 0:
-		o = qp.respSeqError()
+		o = qp.respAhead(p, psn, d)
 	case d < 0:
 		qp.dev.counters.inc(DuplicateRequest)
 		o = qp.duplicate(p, psn)
 	default:
-		qp.resp.sentNAK = false
-		if o = qp.execute(p, psn); o.isError() {
-			qp.respFail(o, psn)
-		}
+		qp.respondInOrder(p, psn)
+		qp.replayStash()
+		return
 	}
 	if qp.trace != nil {
 		qp.traceResp(p.Opcode(), psn, o)
 	}
 }
 
-// respSeqError answers a request past the expected PSN: a packet went
-// missing. One PSN sequence NAK asks for it; later packets are dropped
-// quietly until it comes (IBA 9.7.5.2).
-func (qp *QP) respSeqError() respOutcome {
-	r := &qp.resp
-	qp.dev.counters.inc(OutOfSeqRequest)
-	if r.sentNAK {
-		return respSeqDrop
+// respondInOrder executes the request at the expected PSN.
+func (qp *QP) respondInOrder(p wire.Packet, psn wire.PSN) {
+	o := qp.execute(p, psn)
+	if o.isError() {
+		qp.respFail(o, psn)
 	}
-	r.sentNAK = true
-	qp.sendACK(wire.NAKSyndrome(wire.NAKPSNSequenceError), r.psn)
-	qp.dev.counters.inc(NAKSent)
-	return respSeqNAK
+	qp.resp.sentNAK = false
+	if qp.trace != nil {
+		qp.traceResp(p.Opcode(), psn, o)
+	}
 }
 
 // execute runs the request at the expected PSN.
@@ -312,11 +311,16 @@ func (qp *QP) respWrite(p wire.Packet, psn wire.PSN) respOutcome {
 }
 
 // acceptRequest advances the expected PSN past a SEND or WRITE packet and
-// notes the ACK it asked for.
+// notes the ACK it asked for. The packet that fills the gap of a sequence
+// NAK is acknowledged whether it asks or not: a requester that went back
+// for the NAK takes no further sequence NAK as a reason to go back again
+// until an ACK shows the resend arriving (rxe: started_retry, cleared only
+// by an ACK), so without it a second loss in the resend would wait for
+// the requester's timer (doc/protocol.md §6.3).
 func (qp *QP) acceptRequest(p wire.Packet, psn wire.PSN) {
 	r := &qp.resp
 	r.psn = psn.Next()
-	if p.BTH().AckRequest() {
+	if p.BTH().AckRequest() || r.sentNAK {
 		r.ackPending, r.ackPSN = true, psn
 	}
 }

@@ -69,6 +69,40 @@ func TestResponderPackets(t *testing.T) {
 		wcs:      []wantWC{{0, ib.WCSuccess, ib.WCRecv, 1}},
 		counters: map[Counter]uint64{OutOfSeqRequest: 2, NAKSent: 1},
 	}, {
+		name: "the packet that fills a NAKed gap is acknowledged without AckReq, and the packet held past it placed",
+		steps: []step{{
+			in:   &pkt{op: wire.RCWriteOnly, psn: 2, ack: true, payload: []byte("c"), fill: rethAt(regionKey, 2, 1)},
+			want: []out{nak(wire.NAKPSNSequenceError, 0, 0)},
+		}, {
+			in:   &pkt{op: wire.RCWriteOnly, psn: 0, payload: []byte("a"), fill: rethAt(regionKey, 0, 1)},
+			want: []out{ack(0, 1)},
+		}, {
+			in:   &pkt{op: wire.RCWriteOnly, psn: 1, payload: []byte("b"), fill: rethAt(regionKey, 1, 1)},
+			want: []out{ack(2, 3)},
+		}},
+		counters: map[Counter]uint64{OutOfSeqRequest: 1, NAKSent: 1, ACKSent: 2},
+		check: func(t *testing.T, r *pktRig) {
+			if string(r.region[:3]) != "abc" {
+				t.Errorf("region holds %q, want \"abc\"", r.region[:3])
+			}
+		},
+	}, {
+		name: "a WRITE overtaken by a few packets is held and placed in its turn, without a NAK",
+		steps: []step{{
+			in: &pkt{op: wire.RCWriteFirst, psn: 1, payload: mtuBytes, fill: rethAt(regionKey, 256, 512)},
+		}, {
+			in: &pkt{op: wire.RCWriteOnly, psn: 0, payload: []byte("a"), fill: rethAt(regionKey, 0, 1)},
+		}, {
+			in:   &pkt{op: wire.RCWriteLast, psn: 2, ack: true, payload: mtuBytes},
+			want: []out{ack(2, 2)},
+		}},
+		counters: map[Counter]uint64{OutOfSeqRequest: 1, NAKSent: 0, ACKSent: 1},
+		check: func(t *testing.T, r *pktRig) {
+			if r.region[0] != 'a' || !bytes.Equal(r.region[256:768], append(mtuBytes[:256:256], mtuBytes...)) {
+				t.Errorf("region holds %q", r.region[:768])
+			}
+		},
+	}, {
 		name: "duplicate SEND is acknowledged again, not placed again",
 		steps: []step{{
 			in:   &pkt{op: wire.RCSendOnly, psn: 0, ack: true, payload: []byte("once")},

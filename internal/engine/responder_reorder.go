@@ -1,0 +1,91 @@
+package engine
+
+import "github.com/goverbs/goverbs/internal/wire"
+
+// stashSlots is how far ahead of the expected PSN a SEND or WRITE packet
+// may arrive and be held for its turn instead of starting a go-back-N
+// (doc/protocol.md §6.3): a network that reorders (ECMP, netem) moves a
+// packet ahead of the few sent in the next millisecond.
+const stashSlots = 32
+
+// stash holds SEND and WRITE packets that arrived ahead of the expected
+// PSN, each in the slot of its PSN modulo stashSlots; a slot's buffer is
+// made at its first use and kept. Owned by the QP's turn.
+type stash struct {
+	slot [stashSlots]struct {
+		psn  wire.PSN
+		full bool
+		buf  []byte
+	}
+}
+
+// put copies p, of PSN psn, into its slot, replacing what the slot held.
+func (s *stash) put(psn wire.PSN, p wire.Packet) {
+	e := &s.slot[uint32(psn)%stashSlots]
+	if cap(e.buf) < len(p) {
+		e.buf = make([]byte, 0, pktBufSize)
+	}
+	e.psn, e.full, e.buf = psn, true, append(e.buf[:0], p...)
+}
+
+// take returns the packet of PSN psn, if one is held, and frees its slot.
+func (s *stash) take(psn wire.PSN) wire.Packet {
+	e := &s.slot[uint32(psn)%stashSlots]
+	if !e.full || e.psn != psn {
+		return nil
+	}
+	e.full = false
+	return wire.Packet(e.buf)
+}
+
+// clear empties every slot, keeping the buffers.
+func (s *stash) clear() {
+	for i := range s.slot {
+		s.slot[i].full = false
+	}
+}
+
+// respAhead handles a request past the expected PSN: a packet went
+// missing, or was overtaken. A SEND or WRITE packet within stashSlots is
+// held for its turn; unless it asks for an ACK, the requester is not told
+// yet, since the missing packets may only be late. Anything else sends
+// the one PSN sequence NAK of the gap (IBA 9.7.5.2), after which further
+// packets are dropped or held quietly until the expected one comes.
+func (qp *QP) respAhead(p wire.Packet, psn wire.PSN, d int32) respOutcome {
+	r := &qp.resp
+	qp.dev.counters.inc(OutOfSeqRequest)
+	info := p.Info()
+	held := d <= stashSlots && (info.Is(wire.OpSend) || info.Is(wire.OpWrite))
+	if held {
+		r.stash.put(psn, p)
+	}
+	switch {
+	case r.sentNAK && held:
+		return respHeld
+	case r.sentNAK:
+		return respSeqDrop
+	case held && !p.BTH().AckRequest():
+		return respHeld
+	}
+	r.sentNAK = true
+	qp.sendACK(wire.NAKSyndrome(wire.NAKPSNSequenceError), r.psn)
+	qp.dev.counters.inc(NAKSent)
+	return respSeqNAK
+}
+
+// replayStash executes the held packets that are now in order. A SEND or
+// WRITE must not overtake the responses of a READ stream (readWaits); one
+// that would stays held, and the requester's resend brings it again.
+func (qp *QP) replayStash() {
+	for {
+		p := qp.resp.stash.take(qp.resp.psn)
+		if p == nil {
+			return
+		}
+		if qp.readWaits(p) {
+			qp.resp.stash.put(qp.resp.psn, p)
+			return
+		}
+		qp.respondInOrder(p, qp.resp.psn)
+	}
+}

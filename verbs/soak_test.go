@@ -1,0 +1,296 @@
+package verbs_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"flag"
+	"math/rand/v2"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/goverbs/goverbs/conn/memconn"
+	"github.com/goverbs/goverbs/verbs"
+	"github.com/goverbs/goverbs/verbs/verbstest"
+)
+
+var soak = flag.Bool("soak", false, "run TestSoak's full 1,000,000 operations (about 10 minutes)")
+
+// The soak's shape: batches of up to soakBatch operations are posted at
+// once, each with its own slot of soakSlot bytes, so nothing in flight
+// shares memory; a batch is verified when all its completions are in.
+const (
+	soakSlot  = 256 << 10 // the largest message, 256 KiB
+	soakBatch = 8
+)
+
+// TestSoak runs a million (with -soak; 10,000 without, 1,000 with -short)
+// random SEND, SEND_WITH_IMM, WRITE, WRITE_WITH_IMM, READ, FETCH_ADD and
+// CMP_AND_SWP operations of 0 B to 256 KiB over a fabric that loses 10 %
+// (5 % without -soak), duplicates 10 %, reorders 5 % and corrupts 1 % of
+// the packets, in the virtual time of a synctest bubble, so every
+// retransmission timer fires without waiting. Every completion is checked
+// (status, WR ID, opcode, length, immediate), every byte placed is
+// compared with its source and the byte after it with a guard, every
+// atomic's returned value is the one it must be, and the FETCH_ADD total
+// is exact at the end.
+//
+// At 10 % loss each way a round trip fails one time in five, and
+// retry_cnt 7, which goverbs reads as seven retries (doc/protocol.md
+// §8.2), is spent by eight failed round trips in a row: about once in
+// 500,000 operations here, so the full run may end in RETRY_EXC_ERR,
+// which is the protocol's limit, not a fault. At 5 % that is once in
+// about 10^10 operations.
+func TestSoak(t *testing.T) {
+	ops, loss := 10_000, 0.05
+	if testing.Short() {
+		ops = 1000
+	}
+	if *soak {
+		ops, loss = 1_000_000, 0.10
+	}
+	synctest.Test(t, func(t *testing.T) {
+		o := verbs.DefaultConnectOptions()
+		o.Timeout, o.RetryCnt, o.RNRRetry, o.MinRNRTimer = 11, 7, 7, 1 // 8.4 ms, virtual
+		im := memconn.Impairments{Loss: loss, Duplicate: 0.10, Reorder: 0.05, Corrupt: 0.01, Seed: 11}
+		p := verbstest.New(t, verbstest.Options{Impairments: im, Connect: &o,
+			Cap: verbs.QPCap{MaxSendWR: 2 * soakBatch, MaxRecvWR: 2 * soakBatch}})
+		s := newSoakRig(t, p)
+		start := time.Now()
+		for done := 0; done < ops; {
+			n := min(1+s.rng.IntN(soakBatch), ops-done)
+			s.batch(t, n)
+			done += n
+		}
+		s.finish(t)
+		ca, cb := p.A.Dev.Counters(), p.B.Dev.Counters()
+		t.Logf("%d operations, %d MiB, in %v of virtual time; A: %d packets sent, %d retransmitted, %d go-back-N rounds, %d timeouts; B: %d sequence NAKs, %d duplicates, %d bad ICRCs dropped",
+			ops, s.bytes>>20, time.Since(start).Round(time.Millisecond), ca.Get(verbs.SentPkts), ca.Get(verbs.RetransmittedPkts),
+			ca.Get(verbs.CompleterRetryErr), ca.Get(verbs.LocalACKTimeout), cb.Get(verbs.NAKSent), cb.Get(verbs.DuplicateRequest), cb.Get(verbs.DropBadICRC))
+	})
+}
+
+// soakRig holds the two sides' regions: A's source and READ slots, B's
+// WRITE slots, receive slots, READ source and the two atomic words.
+type soakRig struct {
+	p        *verbstest.Pair
+	rng      *rand.Rand
+	src      *verbs.MR // A: the bytes every SEND and WRITE is taken from
+	back     *verbs.MR // A: READ destinations, a slot per batch entry
+	res      *verbs.MR // A: the atomics' returned values, 8 bytes per entry
+	dst      *verbs.MR // B: WRITE destinations
+	recv     *verbs.MR // B: receive buffers
+	rsrc     *verbs.MR // B: the bytes READs fetch
+	words    *verbs.MR // B: FETCH_ADD's counter at 0, CMP_AND_SWP's word at 8
+	sum, cas uint64    // what B's two words must hold
+	bytes    int64
+}
+
+// soakOp is one posted operation and what verifies it.
+type soakOp struct {
+	op   verbs.WROpcode
+	n    int    // bytes
+	off  int    // offset into the source region (A's src, or B's rsrc for a READ)
+	imm  uint32 // immediate data of the _WITH_IMM operations
+	recv int    // the receive slot a SEND consumes, -1 for none
+	want uint64 // an atomic's expected returned value
+}
+
+func newSoakRig(t *testing.T, p *verbstest.Pair) *soakRig {
+	s := &soakRig{p: p, rng: rand.New(rand.NewPCG(11, 0x50a4))}
+	s.src = p.A.Buffer(t, 2*soakSlot, 0x11)
+	s.back = p.A.Buffer(t, soakBatch*soakSlot, 0)
+	s.res = p.A.Buffer(t, 8*soakBatch, 0)
+	s.dst = p.B.Buffer(t, soakBatch*soakSlot, 0)
+	s.recv = p.B.Buffer(t, soakBatch*soakSlot, 0)
+	s.rsrc = p.B.Buffer(t, 2*soakSlot, 0x77)
+	s.words = p.B.Buffer(t, 16, 0)
+	clear(s.words.Bytes())
+	return s
+}
+
+// size draws a message size: mostly up to 4 KiB, one in ten up to
+// 256 KiB, spread over the powers of two; one in fifty is empty.
+func (s *soakRig) size() int {
+	switch r := s.rng.IntN(50); {
+	case r == 0:
+		return 0
+	case r < 5:
+		return 1 + s.rng.IntN(1<<(13+s.rng.IntN(6))) // up to 8 KiB .. 256 KiB
+	}
+	return 1 + s.rng.IntN(1<<(1+s.rng.IntN(12))) // up to 2 B .. 4 KiB
+}
+
+var soakOpcodes = []verbs.WROpcode{verbs.WRSend, verbs.WRSendWithImm, verbs.WRRDMAWrite, verbs.WRRDMAWriteWithImm,
+	verbs.WRRDMARead, verbs.WRAtomicFetchAndAdd, verbs.WRAtomicCmpAndSwp}
+
+// guard is the byte that must stay after every placed message.
+const guard = 0xa5
+
+// batch posts n random operations in one chain, then waits for and
+// verifies every completion and every byte.
+func (s *soakRig) batch(t *testing.T, n int) {
+	a, b := s.p.A, s.p.B
+	ops := make([]soakOp, n)
+	wrs := make([]verbs.SendWR, n)
+	recvs := 0
+	for i := range ops {
+		op := &ops[i]
+		op.op, op.recv = soakOpcodes[s.rng.IntN(len(soakOpcodes))], -1
+		wr := &wrs[i]
+		*wr = verbs.SendWR{WRID: uint64(i), Opcode: op.op, Flags: verbs.SendSignaled}
+		switch op.op {
+		case verbs.WRAtomicFetchAndAdd:
+			add := s.rng.Uint64() >> 8
+			op.want, s.sum = s.sum, s.sum+add
+			wr.CompareAdd, wr.RemoteAddr, wr.RKey = add, s.words.Addr(), s.words.RKey()
+			wr.SGList = []verbs.SGE{s.res.SGE(8*i, 8)}
+			continue
+		case verbs.WRAtomicCmpAndSwp:
+			op.want = s.cas // returned whether it swaps or not
+			cmp, swap := s.cas, s.rng.Uint64()
+			if s.rng.IntN(4) == 0 {
+				cmp = ^s.cas // a compare that fails: the word stays
+			} else {
+				s.cas = swap
+			}
+			wr.CompareAdd, wr.Swap, wr.RemoteAddr, wr.RKey = cmp, swap, s.words.Addr()+8, s.words.RKey()
+			wr.SGList = []verbs.SGE{s.res.SGE(8*i, 8)}
+			continue
+		}
+		op.n, op.off = s.size(), s.rng.IntN(soakSlot)
+		s.bytes += int64(op.n)
+		if op.op == verbs.WRSendWithImm || op.op == verbs.WRRDMAWriteWithImm {
+			op.imm = s.rng.Uint32()
+			wr.Imm = op.imm
+		}
+		var sge verbs.SGE
+		switch op.op {
+		case verbs.WRRDMARead:
+			target := s.back.Bytes()[i*soakSlot:]
+			clear(target[:op.n])
+			if op.n < soakSlot {
+				target[op.n] = guard
+			}
+			sge = s.back.SGE(i*soakSlot, op.n)
+			wr.RemoteAddr, wr.RKey = s.rsrc.Addr()+uint64(op.off), s.rsrc.RKey()
+		case verbs.WRRDMAWrite, verbs.WRRDMAWriteWithImm:
+			s.prepare(s.dst.Bytes()[i*soakSlot:], op.n)
+			sge = s.src.SGE(op.off, op.n)
+			wr.RemoteAddr, wr.RKey = s.dst.Addr()+uint64(i*soakSlot), s.dst.RKey()
+		default: // SEND
+			sge = s.src.SGE(op.off, op.n)
+		}
+		if op.n > 0 {
+			wr.SGList = []verbs.SGE{sge}
+		}
+		if op.op == verbs.WRSend || op.op == verbs.WRSendWithImm || op.op == verbs.WRRDMAWriteWithImm {
+			op.recv = recvs
+			recvs++
+			if op.op != verbs.WRRDMAWriteWithImm {
+				s.prepare(s.recv.Bytes()[op.recv*soakSlot:], op.n)
+			}
+			if err := b.QP.PostRecv(&verbs.RecvWR{WRID: uint64(i), SGList: []verbs.SGE{s.recv.SGE(op.recv*soakSlot, soakSlot)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := range wrs[:n-1] {
+		wrs[i].Next = &wrs[i+1]
+	}
+	post(t, a.QP, &wrs[0])
+	for i, wc := range soakPoll(t, s.p, a.SendCQ, n) {
+		if wc.Status != verbs.WCSuccess || wc.WRID != uint64(i) || wc.Opcode != sendWCOpcode(ops[i].op) {
+			logState(t, s.p)
+			t.Fatalf("send completion %d of %+v: %+v", i, ops, wc)
+		}
+	}
+	rwcs := soakPoll(t, s.p, b.RecvCQ, recvs)
+	for i := range ops {
+		s.check(t, i, &ops[i], rwcs)
+	}
+}
+
+// prepare clears the n bytes a message will fill and sets the guard after
+// them.
+func (s *soakRig) prepare(b []byte, n int) {
+	clear(b[:n])
+	if n < soakSlot {
+		b[n] = guard
+	}
+}
+
+// check verifies what operation i of a batch left behind.
+func (s *soakRig) check(t *testing.T, i int, op *soakOp, rwcs []verbs.WC) {
+	t.Helper()
+	if op.op == verbs.WRAtomicFetchAndAdd || op.op == verbs.WRAtomicCmpAndSwp {
+		if got := binary.NativeEndian.Uint64(s.res.Bytes()[8*i:]); got != op.want {
+			t.Fatalf("entry %d, %v returned %#x, want %#x: an atomic ran twice, or not at all", i, op.op, got, op.want)
+		}
+		return
+	}
+	var got, want []byte
+	switch op.op {
+	case verbs.WRRDMARead:
+		got, want = s.back.Bytes()[i*soakSlot:], s.rsrc.Bytes()[op.off:]
+	case verbs.WRRDMAWrite, verbs.WRRDMAWriteWithImm:
+		got, want = s.dst.Bytes()[i*soakSlot:], s.src.Bytes()[op.off:]
+	default:
+		got, want = s.recv.Bytes()[op.recv*soakSlot:], s.src.Bytes()[op.off:]
+	}
+	if !bytes.Equal(got[:op.n], want[:op.n]) || (op.n < soakSlot && got[op.n] != guard) {
+		t.Fatalf("entry %d, %v of %d bytes: data differs or overran", i, op.op, op.n)
+	}
+	if op.recv < 0 {
+		return
+	}
+	wc := rwcs[op.recv]
+	wantOp, wantFlags := verbs.WCRecv, verbs.WCFlags(0)
+	if op.op == verbs.WRRDMAWriteWithImm {
+		wantOp = verbs.WCRecvRDMAWithImm
+	}
+	if op.op != verbs.WRSend {
+		wantFlags = verbs.WCFlagWithImm
+	}
+	if wc.Status != verbs.WCSuccess || wc.WRID != uint64(i) || wc.Opcode != wantOp || wc.ByteLen != uint32(op.n) ||
+		wc.Flags&verbs.WCFlagWithImm != wantFlags || (wantFlags != 0 && wc.Imm != op.imm) {
+		t.Fatalf("entry %d, %v of %d bytes (imm %#x): receive completion %+v", i, op.op, op.n, op.imm, wc)
+	}
+}
+
+// finish checks the atomic words: the FETCH_ADD total is exact.
+func (s *soakRig) finish(t *testing.T) {
+	if got := binary.NativeEndian.Uint64(s.words.Bytes()); got != s.sum {
+		t.Fatalf("FETCH_ADD counter %#x, want %#x", got, s.sum)
+	}
+	if got := binary.NativeEndian.Uint64(s.words.Bytes()[8:]); got != s.cas {
+		t.Fatalf("CMP_AND_SWP word %#x, want %#x", got, s.cas)
+	}
+}
+
+// soakPoll waits for n completions; a minute of virtual time without them
+// is a hang.
+func soakPoll(t *testing.T, p *verbstest.Pair, cq *verbs.CQ, n int) []verbs.WC {
+	t.Helper()
+	wcs, err := verbstest.Poll(cq, n, time.Minute)
+	if err != nil {
+		logState(t, p)
+		t.Fatal(err, wcs)
+	}
+	return wcs
+}
+
+// sendWCOpcode is the opcode of a send completion of op (ibv_wc_opcode).
+func sendWCOpcode(op verbs.WROpcode) verbs.WCOpcode {
+	switch op {
+	case verbs.WRRDMAWrite, verbs.WRRDMAWriteWithImm:
+		return verbs.WCRDMAWrite
+	case verbs.WRRDMARead:
+		return verbs.WCRDMARead
+	case verbs.WRAtomicFetchAndAdd:
+		return verbs.WCFetchAdd
+	case verbs.WRAtomicCmpAndSwp:
+		return verbs.WCCompSwap
+	}
+	return verbs.WCSend
+}
