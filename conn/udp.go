@@ -180,6 +180,17 @@ func newUDPBind(uc *net.UDPConn, is6, offload bool) (*UDPBind, error) {
 	return b, nil
 }
 
+// SetECN sets the ECN bits of the socket's TOS byte (IPv4) or traffic
+// class (IPv6), which every datagram it sends then carries. The DSCP bits
+// stay 0. The ICRC masks the whole byte (doc/protocol.md §4.1), so a hop
+// that marks congestion breaks no packet.
+func (b *UDPBind) SetECN(ecn uint8) error {
+	if b.is6 {
+		return ipv6.NewConn(b.uc).SetTrafficClass(int(ecn & 3))
+	}
+	return ipv4.NewConn(b.uc).SetTOS(int(ecn & 3))
+}
+
 // BatchSize returns how many datagrams one system call moves.
 func (b *UDPBind) BatchSize() int { return udpBatchSize }
 
