@@ -44,10 +44,11 @@ const (
 
 // pacer is a token bucket with an adaptive rate. Owned by the QP's turn.
 type pacer struct {
-	rate   int64     // bytes per second; 0: unpaced (no loss seen, or recovered)
-	incr   int64     // additive increase, bytes per second per second
-	tokens int64     // bytes that may be sent now; negative when overdrawn
-	last   time.Time // when tokens were last credited
+	rate   int64         // bytes per second; 0: unpaced (no loss seen, or recovered)
+	burst  time.Duration // how long a full bucket sends at the rate; 0: paceBurst
+	incr   int64         // additive increase, bytes per second per second
+	tokens int64         // bytes that may be sent now; negative when overdrawn
+	last   time.Time     // when tokens were last credited
 	// waiting is set while a stream waits for tokens: what a late wake-up
 	// owes it is credited beyond the bucket's depth, since the receiver
 	// kept draining meanwhile.
@@ -77,7 +78,11 @@ func (p *pacer) blocked() bool { return p.rate > 0 && p.tokens <= 0 }
 
 // depth is how many bytes a full bucket holds.
 func (p *pacer) depth() int64 {
-	return max(p.rate*int64(paceBurst)/int64(time.Second), paceMinBurst)
+	b := p.burst
+	if b == 0 {
+		b = paceBurst
+	}
+	return max(p.rate*int64(b)/int64(time.Second), paceMinBurst)
 }
 
 // ready credits the time since the last credit and reports whether a

@@ -56,7 +56,7 @@ func (qp *QP) request(now time.Time, budget int) (more bool) {
 				return false
 			}
 		}
-		if qp.req.win.full(qp.req.psn, qp.comp.psn) {
+		if qp.req.win.full(qp.req.psn, qp.comp.psn) || !qp.ccAllows(now) {
 			return false
 		}
 		qp.sendNext(w, now)
