@@ -55,6 +55,21 @@ func TestPacerLossTakesDeliveryRate(t *testing.T) {
 	}
 }
 
+// A READ asked again long after its stream ended (the requester lost the
+// tail and waited for its ACK timeout) is judged by the time the stream
+// spent sending, not by the wait: 1000 packets of 1000 bytes sent in
+// 100 ms are 10 MB/s, though the loss came 200 ms later.
+func TestPacerLossAfterTimeout(t *testing.T) {
+	var p pacer
+	p.begin(t0, 10)
+	p.spend(1_500_000)
+	p.begin(t0.Add(100*time.Millisecond), 1500) // the stream's last response
+	p.loss(t0.Add(300*time.Millisecond), 10+1000, 1000)
+	if want := int64(10_000_000); p.rate != want {
+		t.Errorf("rate %d after a loss reported 200 ms after the stream, want the delivery rate %d over its 100 ms", p.rate, want)
+	}
+}
+
 // A loss before the epoch halves the rate; repeated losses stop at the
 // floor, so a stream never stalls.
 func TestPacerLossHalvesToFloor(t *testing.T) {
