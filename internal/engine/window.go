@@ -16,11 +16,13 @@ import (
 // until it overflows; a fast receiver behind a long round trip delivers a
 // window per round trip, and gets a larger one. A loss signal — a
 // go-back-N asked by a sequence NAK, an RNR NAK, a timeout or a response
-// past a missing one — halves the window, once per window of PSNs.
+// past a missing one — takes the window back to where it started, once
+// per window of PSNs.
 const (
-	// minWindow is where a window starts and the least it shrinks to
-	// (rxe: RXE_MAX_UNACKED_PSNS), so a loss on a lossy path never costs
-	// more than it did with the fixed window.
+	// minWindow is where a window starts and where a loss takes it back
+	// (rxe: RXE_MAX_UNACKED_PSNS), so a loss on a lossy path, and the
+	// go-back-N burst it starts, never cost more than with the fixed
+	// window.
 	minWindow = 128
 	// maxWindow bounds a window in PSNs, and maxWindowBytes in bytes:
 	// 2 MiB, about what a loopback stream needs to ride out a receiver
@@ -114,15 +116,20 @@ func (w *window) update(now time.Time, acked wire.PSN) {
 	}
 }
 
-// loss halves the window after a loss signal: the requester goes back to
-// from, with PSNs up to sent already sent. Signals for PSNs before the
-// last shrink's sent are the same loss seen again (its duplicates, the
-// NAKs and timeouts of the resend) and shrink nothing.
+// loss takes the window back to minWindow after a loss signal: the
+// requester goes back to from, with PSNs up to sent already sent, and
+// resends a window's worth into a receiver whose queue may still hold the
+// first copies (a timeout that fired because a loaded receiver was late,
+// as rxe in a VM under host load is: the lab saw its queue overflow
+// behind a larger window's resend). Signals for PSNs before the last
+// shrink's sent are the same loss seen again (its duplicates, the NAKs
+// and timeouts of the resend) and do nothing more. The window grows back
+// by doubling as before, once it has held for probeHold epochs.
 func (w *window) loss(from, sent wire.PSN) {
 	if w.shrunk && from.Less(w.recover) {
 		return
 	}
-	w.size = max(w.base/2, minWindow)
+	w.size = minWindow
 	w.base, w.hold, w.start = w.size, probeHold, time.Time{}
 	w.warm = false
 	w.recover, w.shrunk = sent, true
