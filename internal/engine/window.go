@@ -36,6 +36,15 @@ const (
 	// probeHold is how many epochs a window holds after a doubling that
 	// did not pay, or after a loss, before it tries again.
 	probeHold = 16
+	// probeMaxDelay bounds the time a window takes to drain at the rate
+	// it delivers (its round trip, by Little's law, when it is full): a
+	// window that takes longer is not doubled. A larger window pays on a
+	// path whose round trip is short against what the sender can fill;
+	// a receiver that takes a millisecond to drain 128 PSNs — rxe in a VM
+	// under host load, whose queue a doubling then fills towards overflow
+	// — gains nothing from it, and its delivery rate is too noisy to tell
+	// (the lab saw a probe pass there and rxe's queue overflow).
+	probeMaxDelay = time.Millisecond
 )
 
 // window is the requester's adaptive send window. Owned by the QP's turn.
@@ -111,7 +120,7 @@ func (w *window) update(now time.Time, acked wire.PSN) {
 		w.hold--
 		return
 	}
-	if w.size < w.max {
+	if w.size < w.max && int64(w.size)*int64(time.Second) < rate*int64(probeMaxDelay) {
 		w.size, w.warm = min(2*w.size, w.max), true
 	}
 }

@@ -14,43 +14,47 @@ import (
 	"github.com/goverbs/goverbs/internal/wire"
 )
 
-// The window on its own, against a model path: a round trip of rtt and a
+// The window on its own, against a model path: a round trip and a
 // receiver that takes at most capacity PSNs per second. It grows while
 // the delivery rate grows with it and stops one doubling past the
 // receiver's limit; it grows to the cap behind a fast receiver.
 func TestWindowFollowsDeliveryRate(t *testing.T) {
-	const rtt = 100 * time.Microsecond
 	for _, c := range []struct {
 		name     string
+		rtt      time.Duration
 		capacity int64 // PSNs per second the receiver takes
 		want     uint32
 	}{
 		// 128 PSNs per 100 µs is 1.28 M/s: a receiver ten times faster
 		// takes every doubling up to the cap.
-		{"fast receiver", 100_000_000, 1024},
+		{"fast receiver", 100 * time.Microsecond, 100_000_000, 1024},
 		// At 1.5 × 128 PSNs per round trip, 256 still pays (×1.5) and
 		// 512 does not.
-		{"receiver at 1.5 windows per round trip", 1_920_000, 256},
+		{"receiver at 1.5 windows per round trip", 100 * time.Microsecond, 1_920_000, 256},
 		// Already the bottleneck at 128: no doubling pays.
-		{"slow receiver", 500_000, 128},
+		{"slow receiver", 100 * time.Microsecond, 500_000, 128},
+		// A receiver that takes over a millisecond to drain the window
+		// is not probed at all, though a doubling would pay: 128 PSNs per
+		// 1.5 ms round trip.
+		{"long drain", 1500 * time.Microsecond, 100_000_000, 128},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var w window
 			w.init(256)
 			now, acked := t0, wire.PSN(0)
 			var most uint32
-			for range 2000 {
+			for range 20000 {
 				w.update(now, acked)
 				// The window is full every step: the sender has more.
 				w.full(acked.Add(w.size), acked)
 				most = max(most, w.size)
-				rate := min(int64(w.size)*int64(time.Second)/int64(rtt), c.capacity)
+				rate := min(int64(w.size)*int64(time.Second)/int64(c.rtt), c.capacity)
 				step := 20 * time.Microsecond
 				acked = acked.Add(uint32(rate * int64(step) / int64(time.Second)))
 				now = now.Add(step)
 			}
 			if w.size != c.want {
-				t.Errorf("window %d after 40 ms, want %d", w.size, c.want)
+				t.Errorf("window %d after 400 ms, want %d", w.size, c.want)
 			}
 			if most > max(2*c.want, minWindow) && c.want < w.max {
 				t.Errorf("window went up to %d; a probe goes one doubling past %d at most", most, c.want)
