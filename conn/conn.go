@@ -51,6 +51,26 @@ type Message struct {
 	// (UDP GRO): all Seg bytes but a shorter last. 0 means one datagram.
 	// Datagram returns them one by one.
 	Seg int
+	// ECN is, on receive, the ECN codepoint of the datagram's IP header
+	// (ECNNotECT … ECNCE) where the link reports it: memconn does, a UDP
+	// socket does not (0). Ignored on send: ECNSetter sets a link's.
+	ECN uint8
+}
+
+// ECN codepoints of the IP header's two low TOS / traffic class bits
+// (RFC 3168).
+const (
+	ECNNotECT uint8 = 0 // not ECN-capable
+	ECNECT1   uint8 = 1 // ECN-capable transport (1)
+	ECNECT0   uint8 = 2 // ECN-capable transport (0), what RoCEv2 senders use
+	ECNCE     uint8 = 3 // congestion experienced, set by a congested hop
+)
+
+// ECNSetter is implemented by a Bind that can send its datagrams with an
+// ECN codepoint: UDPBind (IP_TOS / IPV6_TCLASS on the socket) and memconn.
+type ECNSetter interface {
+	// SetECN makes every later datagram carry codepoint ecn.
+	SetECN(ecn uint8) error
 }
 
 // Datagrams returns how many datagrams a received m holds (see Seg).
@@ -67,11 +87,11 @@ func (m *Message) Datagrams() int {
 // sent it did (UDPBind.PlanIPIDs).
 func (m *Message) Datagram(i int) Message {
 	if m.Datagrams() == 1 {
-		return Message{Buf: m.Buf[:m.N], N: m.N, Addr: m.Addr, IPID: m.IPID, HasIPID: m.HasIPID}
+		return Message{Buf: m.Buf[:m.N], N: m.N, Addr: m.Addr, IPID: m.IPID, HasIPID: m.HasIPID, ECN: m.ECN}
 	}
 	off := i * m.Seg
 	end := min(off+m.Seg, m.N)
-	d := Message{Buf: m.Buf[off:end], N: end - off, Addr: m.Addr, IPID: m.IPID, HasIPID: m.HasIPID}
+	d := Message{Buf: m.Buf[off:end], N: end - off, Addr: m.Addr, IPID: m.IPID, HasIPID: m.HasIPID, ECN: m.ECN}
 	if m.Addr.Addr().Is4() {
 		d.IPID += uint16(i)
 	}

@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"errors"
 	"net/netip"
 	"sync"
 )
@@ -68,4 +69,13 @@ func (b *observed) Recv(msgs []Message) (int, error) {
 		b.mu.Unlock()
 	}
 	return n, err
+}
+
+// SetECN sets the ECN codepoint of the observed link's datagrams, if the
+// link can (ECNSetter).
+func (b *observed) SetECN(ecn uint8) error {
+	if s, ok := b.Bind.(ECNSetter); ok {
+		return s.SetECN(ecn)
+	}
+	return errors.ErrUnsupported
 }

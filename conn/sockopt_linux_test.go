@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"net/netip"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -17,6 +18,8 @@ func TestUDPSocketOptions(t *testing.T) {
 	}{
 		{"IPv4 DF", func(t *testing.T) *UDPBind { return listen(t, loop4) }, unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO},
 		{"IPv6 DONTFRAG", func(t *testing.T) *UDPBind { return listen(t, loop6) }, unix.IPPROTO_IPV6, unix.IPV6_DONTFRAG, 1},
+		{"IPv4 ECT(0)", func(t *testing.T) *UDPBind { return listenECT(t, loop4) }, unix.IPPROTO_IP, unix.IP_TOS, int(ECNECT0)},
+		{"IPv6 ECT(0)", func(t *testing.T) *UDPBind { return listenECT(t, loop6) }, unix.IPPROTO_IPV6, unix.IPV6_TCLASS, int(ECNECT0)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := tc.b(t)
@@ -36,4 +39,13 @@ func TestUDPSocketOptions(t *testing.T) {
 			t.Logf("SO_RCVBUF = %d (asked %d; the kernel doubles it)", rcvbuf, socketBufferSize)
 		})
 	}
+}
+
+// listenECT is listen with SetECN(ECT(0)) done.
+func listenECT(t *testing.T, addr netip.AddrPort) *UDPBind {
+	b := listen(t, addr)
+	if err := b.SetECN(ECNECT0); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -20,11 +20,13 @@ const (
 	// amortises the syscall over a burst of MTU-sized packets while the
 	// scratch stays a few KiB.
 	udpBatchSize = 64
-	// socketBufferSize is the SO_RCVBUF/SO_SNDBUF asked for: a few MiB
-	// absorb the bursts a software NIC produces (a 4 MiB buffer holds
-	// about a thousand 4 KiB-MTU packets) so that the kernel does not drop
-	// while the receive loop is busy.
-	socketBufferSize = 4 << 20
+	// socketBufferSize is the SO_RCVBUF/SO_SNDBUF asked for: enough for
+	// the bursts a software NIC produces, so that the kernel does not drop
+	// while the receive loop is busy — a QP's send window reaches 2 MiB
+	// (doc/protocol.md §8.4), which the kernel charges at up to twice its
+	// size, and a device serves several QPs. Memory is charged only for
+	// what is queued.
+	socketBufferSize = 16 << 20
 	// maxGSOSegments is the most datagrams one GSO send carries: Linux's
 	// UDP_MAX_SEGMENTS, 64 before it was raised in newer kernels.
 	maxGSOSegments = 64
@@ -176,6 +178,17 @@ func newUDPBind(uc *net.UDPConn, is6, offload bool) (*UDPBind, error) {
 	}
 	b.poll.init()
 	return b, nil
+}
+
+// SetECN sets the ECN bits of the socket's TOS byte (IPv4) or traffic
+// class (IPv6), which every datagram it sends then carries. The DSCP bits
+// stay 0. The ICRC masks the whole byte (doc/protocol.md §4.1), so a hop
+// that marks congestion breaks no packet.
+func (b *UDPBind) SetECN(ecn uint8) error {
+	if b.is6 {
+		return ipv6.NewConn(b.uc).SetTrafficClass(int(ecn & 3))
+	}
+	return ipv4.NewConn(b.uc).SetTOS(int(ecn & 3))
 }
 
 // BatchSize returns how many datagrams one system call moves.

@@ -45,12 +45,19 @@ const (
 	DropRxOverflow         // drop_rx_overflow: the QP's inbound queue was full
 	DropUnexpectedResponse // drop_unexpected_response: a response to no outstanding request
 	DropDuplicateResponse  // drop_duplicate_response: a response for a PSN already completed
+
+	// Congestion control (DeviceConfig.CongestionControl), with the names
+	// of mlx5's counters.
+	NpECNMarked  // np_ecn_marked_roce_packets: packets received marked congestion experienced
+	NpCNPSent    // np_cnp_sent: CNPs sent in answer to them
+	RpCNPHandled // rp_cnp_handled: CNPs received that lowered a QP's rate
+	RpCNPIgnored // rp_cnp_ignored: CNPs received with congestion control off
 )
 
 // NumCounters is the number of counters; Counter values are 0..NumCounters−1.
 // (Counters.Drops converts a snapshot to the engine's, which compiles only
 // while the engine has as many.)
-const NumCounters = 29
+const NumCounters = 33
 
 // String returns the counter's name ("sent_pkts"), or "Counter(n)" for a
 // value that names no counter.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"os"
 	"sync"
 	"time"
 
@@ -57,7 +58,21 @@ type DeviceConfig struct {
 	// one wakes to a batch. It applies to the socket OpenDevice opens, not
 	// to a link given in Bind.
 	BusyPoll time.Duration
+	// CongestionControl turns on RoCEv2 congestion control as RoCE NICs
+	// run it (DCQCN; doc/protocol.md §8.5): the device's datagrams are
+	// ECN-capable (ECT(0)), a packet that arrives marked congestion
+	// experienced is answered with a CNP, and a CNP lowers the rate of the
+	// QP it names, which then recovers while no more come. A UDP socket
+	// does not report the marks it receives, so over UDP only the
+	// reaction to CNPs (from a RoCE NIC) works; memconn reports them. Off
+	// by default; the environment variable GOVERBS_CC=1 turns it on for
+	// every device (for the tools).
+	CongestionControl bool
 }
+
+// congestionEnv names the environment variable that, set to 1, turns
+// congestion control on for every device.
+const congestionEnv = "GOVERBS_CC"
 
 // BusyPollOff as DeviceConfig.BusyPoll makes the receive loop sleep as
 // soon as its socket is empty (pure event mode).
@@ -115,7 +130,8 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 		}
 		bind = conn.Observe(bind, rec)
 	}
-	e, err := engine.NewDevice(engine.DeviceConfig{Bind: bind, ActiveMTU: ib.ActiveMTU(linkMTU)})
+	cc := cfg.CongestionControl || os.Getenv(congestionEnv) == "1"
+	e, err := engine.NewDevice(engine.DeviceConfig{Bind: bind, ActiveMTU: ib.ActiveMTU(linkMTU), Congestion: cc})
 	if err != nil {
 		bind.Close()
 		return nil, errorf("open device", "%w", err)

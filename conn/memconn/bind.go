@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 
 	"github.com/goverbs/goverbs/conn"
 )
@@ -14,6 +15,7 @@ import (
 type Bind struct {
 	net  *Network
 	addr netip.AddrPort
+	ecn  atomic.Uint32 // the ECN codepoint its datagrams carry (SetECN)
 
 	// ready holds one token while the inbox may be non-empty. Recv waits
 	// on it and on done, channels rather than a mutex, so that a
@@ -29,7 +31,18 @@ type Bind struct {
 	closed bool
 }
 
-var _ conn.Bind = (*Bind)(nil)
+var (
+	_ conn.Bind      = (*Bind)(nil)
+	_ conn.ECNSetter = (*Bind)(nil)
+)
+
+// SetECN makes the bind's later datagrams carry the ECN codepoint ecn;
+// those ECN-capable are subject to Impairments.Mark. A receiver sees the
+// codepoint in conn.Message.ECN.
+func (b *Bind) SetECN(ecn uint8) error {
+	b.ecn.Store(uint32(ecn & 3))
+	return nil
+}
 
 func newBind(n *Network, addr netip.AddrPort) *Bind {
 	return &Bind{
@@ -60,7 +73,7 @@ func (b *Bind) Send(msgs []conn.Message) (int, error) {
 		return 0, net.ErrClosed
 	default:
 	}
-	return b.net.send(b.addr, msgs)
+	return b.net.send(b.addr, uint8(b.ecn.Load()), msgs)
 }
 
 // Recv blocks until at least one datagram is in the inbox and copies up
@@ -110,6 +123,7 @@ func (b *Bind) take(msgs []conn.Message) (n int, more bool, err error) {
 		m.N = copy(m.Buf, p.buf)
 		m.Addr = p.src
 		m.IPID, m.HasIPID = 0, true
+		m.ECN = p.ecn
 		b.net.pool.put(p)
 		n++
 	}

@@ -38,6 +38,10 @@ type Impairments struct {
 	// [0, Jitter); datagrams may then overtake each other, as they may on
 	// a real network with jitter.
 	Jitter time.Duration
+	// Mark is the probability that an ECN-capable datagram (sent by a
+	// bind with SetECN ECT(0) or ECT(1)) arrives marked congestion
+	// experienced, as a congested switch marks it (RFC 3168).
+	Mark float64
 	// Seed seeds the PCG the decisions are drawn from. The same seed,
 	// impairments and sequence of datagrams give the same decisions.
 	Seed uint64
@@ -53,6 +57,7 @@ type fate struct {
 	bit     int // bit to flip, or -1
 	dup     bool
 	reorder bool
+	mark    bool
 	delay   time.Duration
 }
 
@@ -71,6 +76,7 @@ func (im *impairer) set(imp Impairments) {
 	imp.Duplicate = clamp01(imp.Duplicate)
 	imp.Reorder = clamp01(imp.Reorder)
 	imp.Corrupt = clamp01(imp.Corrupt)
+	imp.Mark = clamp01(imp.Mark)
 	imp.Delay = max(imp.Delay, 0)
 	imp.Jitter = max(imp.Jitter, 0)
 	im.mu.Lock()
@@ -91,11 +97,12 @@ func (im *impairer) get() Impairments {
 	return im.imp
 }
 
-// decide draws the fate of a datagram of size bytes. The draws happen in
-// a fixed order — loss, corruption (then the bit), duplication, reorder,
-// jitter — and only for the impairments that are set, so a run is
+// decide draws the fate of a datagram of size bytes, ECN-capable or not.
+// The draws happen in a fixed order — loss, corruption (then the bit),
+// duplication, reorder, jitter, marking — and only for the impairments
+// that are set (marking: for ECN-capable datagrams), so a run is
 // reproducible from the seed.
-func (im *impairer) decide(size int) fate {
+func (im *impairer) decide(size int, ect bool) fate {
 	f := fate{bit: -1}
 	if !im.on.Load() {
 		return f
@@ -120,6 +127,9 @@ func (im *impairer) decide(size int) fate {
 	}
 	if imp.Jitter > 0 {
 		f.delay += time.Duration(r.Int64N(int64(imp.Jitter)))
+	}
+	if ect && imp.Mark > 0 && r.Float64() < imp.Mark {
+		f.mark = true
 	}
 	return f
 }

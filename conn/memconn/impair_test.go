@@ -249,3 +249,33 @@ func TestCloseWithDelayedSynctest(t *testing.T) {
 		}
 	})
 }
+
+// Mark sets congestion experienced on ECN-capable datagrams only, at its
+// rate; the receiver sees each datagram's codepoint.
+func TestMarkECN(t *testing.T) {
+	leakcheck.Check(t)
+	const count = 4000
+	n, a, b := pair(t, memconn.Options{InboxSize: 2 * count, Impairments: memconn.Impairments{Mark: 0.25, Seed: 7}})
+	sendAll(t, a, numbered(addrB, count, 100)) // not ECN-capable
+	if err := a.SetECN(conn.ECNECT0); err != nil {
+		t.Fatal(err)
+	}
+	sendAll(t, a, numbered(addrB, count, 100))
+	var ce, ect, not uint64
+	for i, m := range recvN(t, b, 2*count) { // in sending order: no delays
+		switch {
+		case m.ECN == conn.ECNCE && i < count:
+			t.Fatalf("datagram %d marked, but it was not ECN-capable", i)
+		case m.ECN == conn.ECNCE:
+			ce++
+		case m.ECN == conn.ECNECT0:
+			ect++
+		case m.ECN == conn.ECNNotECT:
+			not++
+		}
+	}
+	if s := n.Stats(); s.Marked != ce || ce+ect != count || not != count {
+		t.Errorf("%d marked (stats %d), %d ECT(0), %d not ECN-capable; want %d of each kind", ce, s.Marked, ect, not, count)
+	}
+	near(t, "Marked", ce, 0.25*count)
+}

@@ -202,7 +202,7 @@ func (n *Network) Stats() Stats { return n.stats.snapshot() }
 // send carries msgs from src. It is Bind.Send's body: each datagram is
 // copied into a pooled packet, filtered, impaired, then delivered now or
 // queued for later.
-func (n *Network) send(src netip.AddrPort, msgs []conn.Message) (int, error) {
+func (n *Network) send(src netip.AddrPort, ecn uint8, msgs []conn.Message) (int, error) {
 	for i := range msgs {
 		m := &msgs[i]
 		if len(m.Buf) > MaxDatagramSize {
@@ -215,7 +215,7 @@ func (n *Network) send(src netip.AddrPort, msgs []conn.Message) (int, error) {
 		n.stats.inc(cSent)
 		p := n.pool.get(len(m.Buf))
 		copy(p.buf, m.Buf)
-		p.src, p.dst = src, dst
+		p.src, p.dst, p.ecn = src, dst, ecn
 		copies := 1
 		if f := n.filter.Load(); f != nil {
 			switch p.filter(*f) {
@@ -236,7 +236,7 @@ func (n *Network) send(src netip.AddrPort, msgs []conn.Message) (int, error) {
 // dispatch applies the random impairments to p (and the copies of it the
 // filter asked for) and hands them to delivery.
 func (n *Network) dispatch(p *packet, copies int) {
-	f := n.impairer.decide(len(p.buf))
+	f := n.impairer.decide(len(p.buf), p.ecn != conn.ECNNotECT)
 	if f.lose {
 		n.stats.add(cDropLoss, uint64(copies))
 		n.pool.put(p)
@@ -253,12 +253,16 @@ func (n *Network) dispatch(p *packet, copies int) {
 	if f.reorder {
 		n.stats.inc(cReordered)
 	}
+	if f.mark {
+		p.ecn = conn.ECNCE
+		n.stats.inc(cMarked)
+	}
 	// Copies go after the original, so that with equal delays the
 	// original arrives first, as with a real duplicating switch.
 	for range copies - 1 {
 		q := n.pool.get(len(p.buf))
 		copy(q.buf, p.buf)
-		q.src, q.dst = p.src, p.dst
+		q.src, q.dst, q.ecn = p.src, p.dst, p.ecn
 		n.deliverAfter(p, f.delay)
 		p = q
 	}

@@ -12,6 +12,7 @@ import (
 type packet struct {
 	buf      []byte // the datagram; its capacity is kept across uses
 	src, dst netip.AddrPort
+	ecn      uint8 // the ECN codepoint of its IP header (conn.ECNNotECT …)
 
 	at  time.Time // delivery time, while on the delay queue
 	seq uint64    // sending order, while on the delay queue

@@ -16,6 +16,7 @@ type Stats struct {
 	Duplicated uint64 // extra copies made, by Duplicate or by the filter
 	Corrupted  uint64 // datagrams with a bit flipped
 	Reordered  uint64 // datagrams held back by ReorderDelay
+	Marked     uint64 // ECN-capable datagrams marked congestion experienced
 }
 
 // Drops counts dropped datagrams by reason.
@@ -46,6 +47,7 @@ const (
 	cDuplicated
 	cCorrupted
 	cReordered
+	cMarked
 	numCounters
 )
 
@@ -70,5 +72,6 @@ func (c *counters) snapshot() Stats {
 		Duplicated: c[cDuplicated].Load(),
 		Corrupted:  c[cCorrupted].Load(),
 		Reordered:  c[cReordered].Load(),
+		Marked:     c[cMarked].Load(),
 	}
 }

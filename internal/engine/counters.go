@@ -38,6 +38,10 @@ const (
 	DropRxOverflow                        // QP inbound queue full
 	DropUnexpectedResponse                // response that matches no outstanding request
 	DropDuplicateResponse                 // response for an already completed PSN
+	NpECNMarked                           // packets received marked congestion experienced (mlx5's name)
+	NpCNPSent                             // CNPs sent in answer (mlx5's name)
+	RpCNPHandled                          // CNPs received and acted on (mlx5's name)
+	RpCNPIgnored                          // CNPs received with congestion control off (mlx5's name)
 	numCounters
 )
 
@@ -71,6 +75,10 @@ var counterNames = [numCounters]string{
 	DropRxOverflow:         "drop_rx_overflow",
 	DropUnexpectedResponse: "drop_unexpected_response",
 	DropDuplicateResponse:  "drop_duplicate_response",
+	NpECNMarked:            "np_ecn_marked_roce_packets",
+	NpCNPSent:              "np_cnp_sent",
+	RpCNPHandled:           "rp_cnp_handled",
+	RpCNPIgnored:           "rp_cnp_ignored",
 }
 
 // String returns the counter's name, as in rxe's hw_counters where rxe has
@@ -101,7 +109,7 @@ func (s Counters) Get(c Counter) uint64 { return s[c] }
 // Drops returns the sum of the drop counters.
 func (s Counters) Drops() uint64 {
 	var n uint64
-	for c := DropMalformed; c < numCounters; c++ {
+	for c := DropMalformed; c <= DropDuplicateResponse; c++ {
 		n += s[c]
 	}
 	return n

@@ -37,6 +37,10 @@ type DeviceConfig struct {
 	Addr netip.Addr
 	// ActiveMTU is the port's active MTU; zero means 4096.
 	ActiveMTU ib.MTU
+	// Congestion turns on RoCEv2 congestion control (DCQCN, cc.go): the
+	// device sends ECN-capable datagrams, answers CE-marked ones with
+	// CNPs and lowers its QPs' rates on CNPs.
+	Congestion bool
 }
 
 // Device is a software RDMA NIC bound to one link.
@@ -49,6 +53,8 @@ type Device struct {
 	counters  counters
 	timers    *timerQueue
 	worker    chan *QP // QPs handed over by busy schedulers
+
+	congestion bool // DeviceConfig.Congestion, for its QPs
 
 	mu      sync.Mutex // guards qps' writers, nextQPN, nextPD and closed
 	qps     qpTable
@@ -83,6 +89,12 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 	if mtu == 0 {
 		mtu = ib.MTU4096
 	}
+	if s, ok := cfg.Bind.(conn.ECNSetter); ok && cfg.Congestion {
+		// ECN-capable, so a congested hop marks rather than drops.
+		if err := s.SetECN(conn.ECNECT0); err != nil {
+			return nil, fmt.Errorf("engine: congestion control: %w", err)
+		}
+	}
 	d := &Device{
 		bind:      cfg.Bind,
 		planner:   planner(cfg.Bind),
@@ -96,6 +108,7 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 		stop:      make(chan struct{}),
 		dead:      make(chan struct{}),
 	}
+	d.congestion = cfg.Congestion
 	d.wg.Add(3)
 	go d.recvLoop()
 	go d.timerLoop()

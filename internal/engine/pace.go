@@ -44,10 +44,11 @@ const (
 
 // pacer is a token bucket with an adaptive rate. Owned by the QP's turn.
 type pacer struct {
-	rate   int64     // bytes per second; 0: unpaced (no loss seen, or recovered)
-	incr   int64     // additive increase, bytes per second per second
-	tokens int64     // bytes that may be sent now; negative when overdrawn
-	last   time.Time // when tokens were last credited
+	rate   int64         // bytes per second; 0: unpaced (no loss seen, or recovered)
+	burst  time.Duration // how long a full bucket sends at the rate; 0: paceBurst
+	incr   int64         // additive increase, bytes per second per second
+	tokens int64         // bytes that may be sent now; negative when overdrawn
+	last   time.Time     // when tokens were last credited
 	// waiting is set while a stream waits for tokens: what a late wake-up
 	// owes it is credited beyond the bucket's depth, since the receiver
 	// kept draining meanwhile.
@@ -56,17 +57,19 @@ type pacer struct {
 	// last loss. A loss estimates the receiver's rate from it; it outlives
 	// the streams, as a READ asked again comes after its responses.
 	epoch   time.Time
-	from    wire.PSN // of the epoch's first response
-	sent    int64    // bytes sent in the epoch
-	running bool     // streams have been sending since the epoch began
+	from    wire.PSN  // of the epoch's first response
+	sent    int64     // bytes sent in the epoch
+	running bool      // streams have been sending since the epoch began
+	lastAt  time.Time // when the epoch's last response was sent
 }
 
 // begin starts an epoch at the response psn, unless the streams are
-// running.
+// running, and notes that a response is sent now.
 func (p *pacer) begin(now time.Time, psn wire.PSN) {
 	if !p.running {
 		p.epoch, p.from, p.sent, p.running = now, psn, 0, true
 	}
+	p.lastAt = now
 }
 
 // idle notes that the streams ran out; the next begin starts an epoch.
@@ -77,7 +80,11 @@ func (p *pacer) blocked() bool { return p.rate > 0 && p.tokens <= 0 }
 
 // depth is how many bytes a full bucket holds.
 func (p *pacer) depth() int64 {
-	return max(p.rate*int64(paceBurst)/int64(time.Second), paceMinBurst)
+	b := p.burst
+	if b == 0 {
+		b = paceBurst
+	}
+	return max(p.rate*int64(b)/int64(time.Second), paceMinBurst)
 }
 
 // ready credits the time since the last credit and reports whether a
@@ -101,7 +108,7 @@ func (p *pacer) ready(now time.Time) bool {
 		p.tokens = min(p.tokens+credit, limit)
 		p.rate += p.incr * int64(dt) / int64(time.Second)
 		if p.rate >= paceMaxRate {
-			*p = pacer{epoch: p.epoch, from: p.from, sent: p.sent, running: p.running}
+			*p = pacer{epoch: p.epoch, from: p.from, sent: p.sent, running: p.running, lastAt: p.lastAt}
 		}
 	}
 	if p.tokens > 0 {
@@ -134,13 +141,21 @@ func (p *pacer) next() time.Time {
 // The new rate is that delivery rate, kept between the current rate and a
 // fraction of it: half, or a quarter at the first loss, whose current rate
 // is only the epoch's send rate. Without a delivery rate (psn before the
-// epoch) it is half the current rate. The delivery rate is on the low
-// side — the time runs until the READ came back, which may be the
-// requester's ACK timeout, and the responses it took and dropped after the
-// lost one do not count — hence the bound, which also keeps a run of
-// losses from collapsing the rate at once. A new epoch starts at psn.
+// epoch) it is half the current rate. The rates are over the time the
+// epoch spent sending, up to its last response: a READ asked again only
+// after the requester's ACK timeout (its last responses were lost) comes
+// long after, and counting that wait made a loopback stream that lost
+// its tail once crawl at a tenth of its speed for seconds. The delivery
+// rate is still on the low side — the responses the requester took and
+// dropped after the lost one do not count — hence the bound, which also
+// keeps a run of losses from collapsing the rate at once. A new epoch
+// starts at psn.
 func (p *pacer) loss(now time.Time, psn wire.PSN, mtu uint32) {
-	el := now.Sub(p.epoch).Seconds()
+	end := now
+	if p.lastAt.After(p.epoch) {
+		end = p.lastAt
+	}
+	el := end.Sub(p.epoch).Seconds()
 	ok := !p.epoch.IsZero() && el >= paceMinSample.Seconds()
 	cur, least := p.rate, p.rate/2
 	if cur == 0 {

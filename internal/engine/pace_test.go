@@ -55,6 +55,21 @@ func TestPacerLossTakesDeliveryRate(t *testing.T) {
 	}
 }
 
+// A READ asked again long after its stream ended (the requester lost the
+// tail and waited for its ACK timeout) is judged by the time the stream
+// spent sending, not by the wait: 1000 packets of 1000 bytes sent in
+// 100 ms are 10 MB/s, though the loss came 200 ms later.
+func TestPacerLossAfterTimeout(t *testing.T) {
+	var p pacer
+	p.begin(t0, 10)
+	p.spend(1_500_000)
+	p.begin(t0.Add(100*time.Millisecond), 1500) // the stream's last response
+	p.loss(t0.Add(300*time.Millisecond), 10+1000, 1000)
+	if want := int64(10_000_000); p.rate != want {
+		t.Errorf("rate %d after a loss reported 200 ms after the stream, want the delivery rate %d over its 100 ms", p.rate, want)
+	}
+}
+
 // A loss before the epoch halves the rate; repeated losses stop at the
 // floor, so a stream never stalls.
 func TestPacerLossHalvesToFloor(t *testing.T) {
@@ -218,5 +233,45 @@ func TestPacerLateWake(t *testing.T) {
 	p.ready(t0.Add(30 * time.Millisecond)) // not waiting: capped
 	if p.tokens != p.depth() {
 		t.Errorf("tokens %d after idling, want the depth %d", p.tokens, p.depth())
+	}
+}
+
+// DCQCN's reaction point: the first CNP cuts the measured send rate in
+// half (α = 1), a CNP within the reduce period cuts nothing more, and
+// without CNPs the rate climbs back — fast recovery towards the rate before
+// the cut, then additive and hyper increase — until it stops pacing.
+func TestCongestionCutAndRecover(t *testing.T) {
+	c := congestion{on: true, sampleRate: 100 << 20}
+	c.cut(t0, 0)
+	if c.bucket.rate != 50<<20 || c.target != 100<<20 || c.alpha != ccAlphaOne {
+		t.Fatalf("after the first CNP: rate %d target %d α %d; want half of 100 MiB/s, the target 100 MiB/s, α 1", c.bucket.rate, c.target, c.alpha)
+	}
+	c.cut(t0.Add(ccReducePeriod/2), 0)
+	if c.bucket.rate != 50<<20 {
+		t.Errorf("a CNP within the reduce period cut the rate to %d", c.bucket.rate)
+	}
+	if c.alpha != ccAlphaOne {
+		t.Errorf("α %d after a second CNP, want it still 1", c.alpha)
+	}
+	// Five stages of fast recovery close 31/32 of the gap to the target.
+	now := t0.Add(ccFastStages * ccIncreasePeriod)
+	c.raise(now)
+	if want := int64(100<<20 - (50<<20)/32); c.bucket.rate != want || c.target != 100<<20 {
+		t.Errorf("after fast recovery: rate %d target %d, want %d and the target unchanged", c.bucket.rate, c.target, want)
+	}
+	if c.alpha >= ccAlphaOne/2 {
+		t.Errorf("α %d after %v without CNPs, want it decayed below 1/2", c.alpha, now.Sub(t0))
+	}
+	prev := c.bucket.rate
+	for i := 0; c.bucket.rate != 0; i++ {
+		if i == 100 {
+			t.Fatalf("rate %d still paced after 100 more stages", c.bucket.rate)
+		}
+		now = now.Add(ccIncreasePeriod)
+		c.raise(now)
+		if c.bucket.rate != 0 && c.bucket.rate <= prev {
+			t.Fatalf("rate %d after %d stages did not grow from %d", c.bucket.rate, ccFastStages+i+1, prev)
+		}
+		prev = c.bucket.rate
 	}
 }

@@ -59,7 +59,7 @@ func (qp *QP) PostSend(wr *SendWR) (bad int, err error) {
 }
 
 // maxReadPSNs bounds the response packets of one READ.
-const maxReadPSNs = 1<<22 - unackedWindow
+const maxReadPSNs = 1<<22 - maxWindow
 
 // checkSendWR validates a send WR against the QP (rxe_verbs.c validate_send_wr).
 func (qp *QP) checkSendWR(wr *SendWR) error {
@@ -83,7 +83,7 @@ func (qp *QP) checkSendWR(wr *SendWR) error {
 		return ErrMessageSize
 	}
 	// A READ takes one PSN per response packet; past half the 24-bit
-	// space PSN order breaks down (doc/protocol.md §6.1), and the unacknowledged
+	// space PSN order breaks down (doc/protocol.md §6.1), and the send
 	// window must still fit.
 	if wr.Opcode == ib.WRRDMARead && qp.mtu > 0 && n/uint64(qp.mtu) >= maxReadPSNs {
 		return ErrMessageSize

@@ -57,6 +57,10 @@ type QP struct {
 	timerAt   time.Time // deadline registered with the device timer
 	destroyed bool
 
+	// cc is the congestion control (cc.go): owned by the turn, but for
+	// the counts of CNPs and marks, atomics the receive loop adds to.
+	cc congestion
+
 	// closed is set, holding sqMu and rqMu, when the QP is destroyed or
 	// its device closes; posts check it under their queue lock, so a post
 	// either lands before the flush or fails with ErrClosed.
@@ -125,6 +129,7 @@ func (d *Device) CreateQP(pd uint32, init *QPInitAttr) (*QP, error) {
 		qp.rq.At(uint32(i)).sge = make([]SGE, 0, c.MaxRecvSGE)
 	}
 	qp.resp.wqe.sge = make([]SGE, 0, c.MaxRecvSGE)
+	qp.cc.on = d.congestion
 	qp.xmit.init(d.bind.BatchSize())
 	qp.task.turn = qp.turn
 	qp.task.handoff = qp.handoff
@@ -268,6 +273,7 @@ func (qp *QP) turn() (more bool) {
 	more = budget == 0
 	if qp.State() != ib.QPStateErr {
 		qp.checkTimers(now)
+		qp.congest(now)
 	}
 	if qp.State() != ib.QPStateErr && qp.request(now, turnBudget) {
 		more = true
@@ -316,6 +322,11 @@ func (qp *QP) armTimer(now time.Time) {
 	if qp.resp.read.active && qp.resp.pace.blocked() && qp.State() != ib.QPStateErr {
 		if r := qp.resp.pace.next(); next.IsZero() || r.Before(next) {
 			next = r
+		}
+	}
+	if qp.cc.bucket.blocked() && (qp.resp.read.active || qp.req.cur != qp.sq.Tail()) && qp.State() != ib.QPStateErr {
+		if r := qp.cc.bucket.next(); next.IsZero() || r.Before(next) {
+			next = r // a send held back by the congestion-control rate
 		}
 	}
 	if next.IsZero() || (!qp.timerAt.IsZero() && !next.Before(qp.timerAt) && qp.timerAt.After(now)) {

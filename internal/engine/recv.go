@@ -199,6 +199,10 @@ func (d *Device) accept(m *conn.Message) *QP {
 		d.counters.inc(DropUnknownQP)
 		return nil
 	}
+	if bth.Opcode() == wire.CNP {
+		d.takeCNP(qp, m.Addr) // congestion control (cc.go), not a request or response
+		return nil
+	}
 	if !transportMatches(bth.Opcode().Transport(), qp.typ) {
 		d.counters.inc(DropWrongTransport)
 		return nil
@@ -225,6 +229,7 @@ func (d *Device) accept(m *conn.Message) *QP {
 		return nil
 	}
 	d.counters.inc(RcvdPkts)
+	d.noteECN(qp, m)
 	return qp
 }
 

@@ -9,9 +9,6 @@ import (
 )
 
 const (
-	// unackedWindow bounds the PSNs in flight without an acknowledgement
-	// (rxe: RXE_MAX_UNACKED_PSNS).
-	unackedWindow = 128
 	// ackEvery asks for an ACK inside long messages after this many
 	// packets without one (rxe: RXE_MAX_PKT_PER_ACK), so the window moves.
 	ackEvery = 64
@@ -30,10 +27,11 @@ type requester struct {
 	rdAtomicStarted uint32   // READ/atomic WQEs started; less comp.rdAtomicDone, those in flight
 	noAck           int      // packets sent since the last one with AckReq
 	resends         uint32   // go-back-N requests of the completer acted on (comp.resends)
+	win             window   // PSNs that may be in flight without an acknowledgement
 }
 
 // request turns send WQEs into packets, at most budget of them. It stops at
-// flow limits (unacknowledged window, max_rd_atomic, fences, an RNR wait)
+// flow limits (the send window, max_rd_atomic, fences, an RNR wait)
 // and reports whether it stopped only for lack of budget.
 func (qp *QP) request(now time.Time, budget int) (more bool) {
 	st := qp.State()
@@ -41,6 +39,7 @@ func (qp *QP) request(now time.Time, budget int) (more bool) {
 		return false
 	}
 	qp.catchUp()
+	qp.req.win.update(now, qp.comp.psn)
 	if now.Before(qp.comp.rnrUntil) {
 		return false
 	}
@@ -57,7 +56,7 @@ func (qp *QP) request(now time.Time, budget int) (more bool) {
 				return false
 			}
 		}
-		if qp.req.psn.Diff(qp.comp.psn) >= unackedWindow {
+		if qp.req.win.full(qp.req.psn, qp.comp.psn) || !qp.ccAllows(now) {
 			return false
 		}
 		qp.sendNext(w, now)
@@ -76,12 +75,13 @@ func (qp *QP) request(now time.Time, budget int) (more bool) {
 
 // catchUp applies what the completer reported since the requester last
 // ran: cur moves past WQEs completed under it, and a go-back-N it asked for
-// rewinds to comp.psn.
+// rewinds to comp.psn, which shrinks the window.
 func (qp *QP) catchUp() {
 	if head := qp.sq.Head(); int32(qp.req.cur-head) < 0 {
 		qp.req.cur = head
 	}
 	if qp.resendPending() {
+		qp.req.win.loss(qp.comp.psn, qp.req.maxPSN)
 		qp.req.resends = qp.comp.resends
 		qp.rewind()
 	}

@@ -135,7 +135,7 @@ func (qp *QP) streamRead(now time.Time, budget int) int {
 		pace.loss(now, sent.lossPSN, qp.mtu)
 	}
 	n := 0
-	for ; r.active && n < budget && pace.ready(now); n++ {
+	for ; r.active && n < budget && pace.ready(now) && qp.ccAllows(now); n++ {
 		pace.begin(now, r.psn)
 		resid := r.length - r.off
 		pos := positionOf(r.started, resid, qp.mtu)

@@ -20,6 +20,7 @@ type xmitBatch struct {
 	bufs   []*pktBuf
 	sealed []uint16 // sealed[i]: the IPv4 ID packet i's ICRC is for
 	n      int
+	bytes  int64 // bytes queued since the QP was created, for congestion control
 }
 
 // init sizes the batch to hold a whole turn, a turnBudget of requests and
@@ -69,6 +70,7 @@ func (x *xmitBatch) queue(qp *QP, p wire.Packet) {
 // the copy.
 func (x *xmitBatch) queueSealed(qp *QP, p wire.Packet) {
 	x.msgs[x.n] = conn.Message{Buf: p, Addr: *qp.peer.Load()}
+	x.bytes += int64(len(p))
 	x.sealed[x.n] = qp.env.IPID
 	x.n++
 }
