@@ -45,12 +45,14 @@ const (
 	DropRxOverflow         // drop_rx_overflow: the QP's inbound queue was full
 	DropUnexpectedResponse // drop_unexpected_response: a response to no outstanding request
 	DropDuplicateResponse  // drop_duplicate_response: a response for a PSN already completed
+
+	AsyncEventDropped // async_event_dropped: asynchronous events lost, nobody read them in time
 )
 
 // NumCounters is the number of counters; Counter values are 0..NumCounters−1.
 // (Counters.Drops converts a snapshot to the engine's, which compiles only
 // while the engine has as many.)
-const NumCounters = 29
+const NumCounters = 30
 
 // String returns the counter's name ("sent_pkts"), or "Counter(n)" for a
 // value that names no counter.

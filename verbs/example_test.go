@@ -148,7 +148,7 @@ func Example_lifecycle() {
 	fmt.Println(e.qp.PostRecv(&verbs.RecvWR{WRID: 1}))
 	fmt.Println(e.pd.Close())
 	// Output:
-	// true verbs: close PD: resource busy: 1 MR(s) and 1 QP(s) still open
+	// true verbs: close PD: resource busy: 1 MR(s), 1 QP(s) and 0 SRQ(s) still open
 	// verbs: post recv: QP 0x000011: work request 0 of the chain: closed
 	// <nil>
 }

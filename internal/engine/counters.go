@@ -38,6 +38,7 @@ const (
 	DropRxOverflow                        // QP inbound queue full
 	DropUnexpectedResponse                // response that matches no outstanding request
 	DropDuplicateResponse                 // response for an already completed PSN
+	AsyncEventDropped                     // asynchronous events lost: nobody read them in time
 	numCounters
 )
 
@@ -71,6 +72,7 @@ var counterNames = [numCounters]string{
 	DropRxOverflow:         "drop_rx_overflow",
 	DropUnexpectedResponse: "drop_unexpected_response",
 	DropDuplicateResponse:  "drop_duplicate_response",
+	AsyncEventDropped:      "async_event_dropped",
 }
 
 // String returns the counter's name, as in rxe's hw_counters where rxe has
@@ -101,7 +103,7 @@ func (s Counters) Get(c Counter) uint64 { return s[c] }
 // Drops returns the sum of the drop counters.
 func (s Counters) Drops() uint64 {
 	var n uint64
-	for c := DropMalformed; c < numCounters; c++ {
+	for c := DropMalformed; c <= DropDuplicateResponse; c++ {
 		n += s[c]
 	}
 	return n

@@ -48,6 +48,7 @@ type Device struct {
 	counters  counters
 	timers    *timerQueue
 	worker    chan *QP // QPs handed over by busy schedulers
+	events    chan Event
 
 	mu      sync.Mutex // guards qps' writers, nextQPN, nextPD and closed
 	qps     qpTable
@@ -90,11 +91,13 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 		mrs:       mem.NewTable(MaxMR),
 		timers:    newTimerQueue(),
 		worker:    make(chan *QP, 1024),
+		events:    make(chan Event, eventDepth),
 		nextQPN:   firstQPN,
 		nextPD:    1,
 		stop:      make(chan struct{}),
 		dead:      make(chan struct{}),
 	}
+	d.raise(Event{Type: ib.EventPortActive, Port: 1})
 	d.wg.Add(3)
 	go d.recvLoop()
 	go d.timerLoop()
@@ -185,6 +188,7 @@ func (d *Device) Close() error {
 	for _, qp := range qps {
 		qp.shutdown(true)
 	}
+	d.raise(Event{Type: ib.EventPortErr, Port: 1})
 	close(d.dead)
 	return err
 }

@@ -32,4 +32,5 @@ func (qp *QP) flush() {
 	qp.resp.inSend, qp.resp.inWrite, qp.resp.ackPending = false, false, false
 	qp.resp.read.active = false
 	qp.dropInbound()
+	qp.lastWQEReached()
 }
