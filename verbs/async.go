@@ -102,30 +102,41 @@ func (a *asyncEvents) forward(e *engine.Device) {
 	for {
 		select {
 		case ev := <-e.Events():
-			if v, ok := a.translate(&ev); ok {
-				select {
-				case a.out <- v:
-				case <-e.Done():
-					e.DropEvent()
-				}
-			}
+			a.deliver(e, &ev, false)
 		case <-e.Done():
 			for {
 				select {
 				case ev := <-e.Events():
-					if v, ok := a.translate(&ev); ok {
-						select {
-						case a.out <- v:
-						default:
-							e.DropEvent()
-						}
-					}
+					a.deliver(e, &ev, true)
 				default:
 					return
 				}
 			}
 		}
 	}
+}
+
+// deliver hands ev to the reader: at once if out has room, else, unless
+// final, once the reader takes one or, if the device closes first, not at
+// all (counted).
+func (a *asyncEvents) deliver(e *engine.Device, ev *engine.Event, final bool) {
+	v, ok := a.translate(ev)
+	if !ok {
+		return
+	}
+	select {
+	case a.out <- v:
+		return
+	default:
+	}
+	if !final {
+		select {
+		case a.out <- v:
+			return
+		case <-e.Done():
+		}
+	}
+	e.DropEvent()
 }
 
 // translate names the verbs object of ev; ok is false if it was closed.
