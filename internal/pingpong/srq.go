@@ -13,7 +13,7 @@ import (
 )
 
 // SRQProg is the name of rdma-core's SRQ ping-pong, whose options
-// ParseArgs then takes (doc/tools.md §1.6).
+// ParseArgs then takes (doc/tools.md §1.5).
 const SRQProg = "ibv_srq_pingpong"
 
 // maxSRQQPs is srq_pingpong's MAX_QP: its exchange always carries this
@@ -87,7 +87,7 @@ func RunSRQ(cfg Config, stdout io.Writer) error {
 	return s.pingpong(stdout)
 }
 
-// openSRQ makes srq_pingpong's objects (doc/tools.md §1.6): a zeroed
+// openSRQ makes srq_pingpong's objects (doc/tools.md §1.5): a zeroed
 // buffer, a CQ of rx_depth + num_qp, an SRQ of rx_depth and the QPs in
 // INIT, and posts rx_depth receives to the SRQ.
 func openSRQ(cfg Config, c net.Conn) (*srqSession, error) {
@@ -156,7 +156,7 @@ func (s *srqSession) postRecv(n int) int {
 	return n
 }
 
-// exchange swaps the 256 addresses each way (doc/tools.md §1.6) and
+// exchange swaps the 256 addresses each way (doc/tools.md §1.5) and
 // connects the QPs: the server before it answers, the client after
 // "done".
 func (s *srqSession) exchange(c net.Conn, my []dest) ([]dest, error) {
@@ -238,7 +238,7 @@ func (s *srqSession) qpIndex(qpn verbs.QPN) int {
 	return -1
 }
 
-// pingpong runs srq_pingpong's loop (doc/tools.md §1.6): each QP sends
+// pingpong runs srq_pingpong's loop (doc/tools.md §1.5): each QP sends
 // again once its send and a receive on it completed, until iters sends
 // and iters receives completed in all; the receives are topped up to
 // rx_depth whenever no more than num_qp are left.
