@@ -19,6 +19,7 @@ const (
 	MaxSGE        = 32
 	MaxCQE        = 1<<15 - 1
 	MaxMR         = 1 << 16
+	MaxSRQ        = 1 << 16
 	MaxInlineData = 512
 	MaxQPRdAtomic = 128
 	MaxMsgSize    = 1 << 31
@@ -50,8 +51,9 @@ type Device struct {
 	worker    chan *QP // QPs handed over by busy schedulers
 	events    chan Event
 
-	mu      sync.Mutex // guards qps' writers, nextQPN, nextPD and closed
+	mu      sync.Mutex // guards qps' writers, nextQPN, nextPD, srqs and closed
 	qps     qpTable
+	srqs    int // open SRQs
 	nextQPN uint32
 	nextPD  uint32
 	closed  bool

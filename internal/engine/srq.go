@@ -41,15 +41,20 @@ func (d *Device) CreateSRQ(pd uint32, a SRQAttr) (*SRQ, error) {
 	if a.MaxWR == 0 || a.MaxWR > MaxQPWR || a.MaxSGE > MaxSGE {
 		return nil, fmt.Errorf("%+v: %w (WRs 1..%d, SGEs ≤ %d)", a, ErrBadCapability, MaxQPWR, MaxSGE)
 	}
-	if d.Closed() {
+	if size := roundPow2(int(a.MaxWR)); a.Limit >= uint32(size) {
+		return nil, fmt.Errorf("%w: limit %d, must be below max_wr %d", ErrInvalidArgument, a.Limit, size)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
 		return nil, ErrClosed
 	}
-	s := &SRQ{dev: d, pd: pd, maxSGE: max(a.MaxSGE, 1)}
-	s.rq = s.newRing(int(a.MaxWR))
-	if a.Limit >= uint32(s.rq.Cap()) {
-		return nil, fmt.Errorf("%w: limit %d, must be below max_wr %d", ErrInvalidArgument, a.Limit, s.rq.Cap())
+	if d.srqs >= MaxSRQ {
+		return nil, fmt.Errorf("%d SRQs exist, the maximum", d.srqs)
 	}
-	s.limit = a.Limit
+	d.srqs++
+	s := &SRQ{dev: d, pd: pd, maxSGE: max(a.MaxSGE, 1), limit: a.Limit}
+	s.rq = s.newRing(int(a.MaxWR))
 	return s, nil
 }
 
@@ -123,7 +128,13 @@ func (s *SRQ) Modify(a SRQAttr, mask ib.SRQAttrMask) error {
 
 // Close makes later posts fail with ErrClosed. The caller makes sure no QP
 // uses the SRQ any more (ibv_destroy_srq refuses with EBUSY).
-func (s *SRQ) Close() { s.closed.Store(true) }
+func (s *SRQ) Close() {
+	if !s.closed.Swap(true) {
+		s.dev.mu.Lock()
+		s.dev.srqs--
+		s.dev.mu.Unlock()
+	}
+}
 
 // PostRecv queues a chain of receive work requests (ibv_post_srq_recv); it
 // fails and reports like QP.PostRecv.
