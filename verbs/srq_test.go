@@ -159,8 +159,8 @@ func TestSRQEmptyRNR(t *testing.T) {
 			r := newSRQRig(t, link, 2, verbs.SRQAttr{MaxWR: 8})
 			r.send(t, 1, 100, 9)
 			waitCounter(t, r.p.B.Dev, verbs.SendRNRErr, 1)
-			if _, err := r.recvCQ.Poll(make([]verbs.WC, 1)); err != nil {
-				t.Fatal(err)
+			if n, err := r.recvCQ.Poll(make([]verbs.WC, 1)); n != 0 || err != nil {
+				t.Fatalf("a receive completed with the SRQ empty: %d, %v", n, err)
 			}
 			r.postRecvs(t, 3, 4)
 			r.checkRecv(t, verbstest.MustPoll(t, r.recvCQ, 1)[0], 100)

@@ -119,10 +119,11 @@ func (d *Device) CreateQP(pd uint32, init *QPInitAttr) (*QP, error) {
 	c.MaxRecvSGE = max(c.MaxRecvSGE, 1)
 	qp := &QP{
 		dev: d, typ: init.Type, pd: pd, sendCQ: init.SendCQ, recvCQ: init.RecvCQ,
-		sqSigAll: init.SQSigAll, srq: init.SRQ,
-		sq:      queue.New[sendWQE](int(c.MaxSendWR)),
-		rq:      queue.New[recvWQE](int(c.MaxRecvWR)),
-		inbound: queue.New[inPkt](inboundDepth),
+		sqSigAll: init.SQSigAll,
+		srq:      init.SRQ,
+		sq:       queue.New[sendWQE](int(c.MaxSendWR)),
+		rq:       queue.New[recvWQE](int(c.MaxRecvWR)),
+		inbound:  queue.New[inPkt](inboundDepth),
 	}
 	// Report the rounded-up queue sizes, as providers do.
 	c.MaxSendWR, c.MaxRecvWR = uint32(qp.sq.Cap()), uint32(qp.rq.Cap())

@@ -75,13 +75,6 @@ func (s *SRQ) Query() SRQAttr {
 	return SRQAttr{MaxWR: uint32(s.rq.Cap()), MaxSGE: s.maxSGE, Limit: s.limit}
 }
 
-// Len returns the number of receive WQEs waiting.
-func (s *SRQ) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.rq.Len()
-}
-
 // Modify resizes the SRQ (ib.SRQMaxWR), keeping the WQEs it holds, and arms
 // the limit (ib.SRQLimit): the limit event fires once, when a take leaves
 // fewer WQEs than the limit, which then reads 0 (ibv_modify_srq).
