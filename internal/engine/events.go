@@ -54,7 +54,7 @@ func (qp *QP) noteReceived() {
 // enterError moves the QP to the error state after a transport error and
 // raises ev for it, once: QP_FATAL for what the requester or completer met,
 // QP_REQ_ERR or QP_ACCESS_ERR for an invalid or forbidden request the
-// responder NAKed (IBA 11.6.3.1). Linux rxe raises none of these; its
+// responder NAKed (IBA 11.6.3.2, doc/design.md §5). Linux rxe raises none of these; its
 // users learn of the error from the completions alone.
 func (qp *QP) enterError(ev ib.EventType) {
 	if qp.State() != ib.QPStateErr {

@@ -94,7 +94,7 @@ func (o respOutcome) isError() bool { return o >= errInvalidRequest }
 var respErrors = [...]struct {
 	nak    wire.NAKCode
 	status ib.WCStatus
-	event  ib.EventType // the affiliated asynchronous error (IBA 11.6.3.1)
+	event  ib.EventType // the affiliated asynchronous error (IBA 11.6.3.2)
 }{
 	errInvalidRequest: {wire.NAKInvalidRequest, ib.WCRemInvReqErr, ib.EventQPReqErr},
 	errRemoteAccess:   {wire.NAKRemoteAccess, ib.WCRemAccessErr, ib.EventQPAccessErr},

@@ -31,7 +31,7 @@ type SRQ struct {
 	mu     sync.Mutex
 	rq     *queue.Ring[recvWQE]
 	maxSGE uint32
-	limit  uint32 // armed while non-zero (IBA 10.2.9.3)
+	limit  uint32 // armed while non-zero (doc/design.md §4)
 	closed atomic.Bool
 }
 
@@ -162,7 +162,7 @@ func (s *SRQ) PostRecv(wr *RecvWR) (bad int, err error) {
 
 // take moves the oldest WQE into dst and reports whether there was one.
 // Leaving fewer WQEs than an armed limit raises SRQ_LIMIT_REACHED and
-// disarms it (IBA 10.2.9.3, rxe get_srq_wqe).
+// disarms it (doc/design.md §4, as rxe does).
 func (s *SRQ) take(dst *recvWQE) bool {
 	s.mu.Lock()
 	w := s.rq.Peek()
