@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goverbs/goverbs/conn/memconn"
 	"github.com/goverbs/goverbs/verbs"
 	"github.com/goverbs/goverbs/verbs/verbstest"
 )
@@ -25,9 +26,9 @@ type srqRig struct {
 	slot   int
 }
 
-func newSRQRig(t *testing.T, link verbstest.Link, n int, attr verbs.SRQAttr) *srqRig {
+func newSRQRig(t *testing.T, o verbstest.Options, n int, attr verbs.SRQAttr) *srqRig {
 	t.Helper()
-	p := verbstest.New(t, verbstest.Options{Link: link})
+	p := verbstest.New(t, o)
 	r := &srqRig{p: p, slot: 256}
 	var err error
 	if r.srq, err = p.B.PD.CreateSRQ(&attr); err != nil {
@@ -103,12 +104,18 @@ func (r *srqRig) checkRecv(t *testing.T, wc verbs.WC, n int) (sender int) {
 
 // TestSRQShared: several QPs, sending at once from their own goroutines,
 // consume one SRQ; every receive completion names the QP the message came
-// in on, and its slot holds that sender's bytes.
+// in on, and its slot holds that sender's bytes. On a lossy link the
+// retransmitted SENDs take no second receive.
 func TestSRQShared(t *testing.T) {
-	for _, link := range links {
-		t.Run(link.String(), func(t *testing.T) {
+	lossy := memconn.Impairments{Loss: 0.03, Duplicate: 0.03, Reorder: 0.03, Seed: 12}
+	for _, o := range []verbstest.Options{{Link: verbstest.Mem}, {Link: verbstest.UDP}, {Link: verbstest.Mem, Impairments: lossy}} {
+		name := o.Link.String()
+		if o.Impairments != (memconn.Impairments{}) {
+			name += "-lossy"
+		}
+		t.Run(name, func(t *testing.T) {
 			const nqp, each, n = 4, 40, 200
-			r := newSRQRig(t, link, nqp, verbs.SRQAttr{MaxWR: nqp * each, MaxSGE: 1})
+			r := newSRQRig(t, o, nqp, verbs.SRQAttr{MaxWR: nqp * each, MaxSGE: 1})
 			r.postRecvs(t, 0, nqp*each)
 			var wg sync.WaitGroup
 			for i := range nqp {
@@ -147,6 +154,10 @@ func TestSRQShared(t *testing.T) {
 					t.Fatalf("send completion %+v", wc)
 				}
 			}
+			a, b := r.p.A.Dev.Counters(), r.p.B.Dev.Counters()
+			if o.Impairments != (memconn.Impairments{}) && a.Get(verbs.RetransmittedPkts)+b.Get(verbs.DuplicateRequest) == 0 {
+				t.Error("the lossy link caused no retransmission or duplicate")
+			}
 		})
 	}
 }
@@ -156,7 +167,7 @@ func TestSRQShared(t *testing.T) {
 func TestSRQEmptyRNR(t *testing.T) {
 	for _, link := range links {
 		t.Run(link.String(), func(t *testing.T) {
-			r := newSRQRig(t, link, 2, verbs.SRQAttr{MaxWR: 8})
+			r := newSRQRig(t, verbstest.Options{Link: link}, 2, verbs.SRQAttr{MaxWR: 8})
 			r.send(t, 1, 100, 9)
 			waitCounter(t, r.p.B.Dev, verbs.SendRNRErr, 1)
 			if n, err := r.recvCQ.Poll(make([]verbs.WC, 1)); n != 0 || err != nil {
@@ -181,7 +192,7 @@ func TestSRQEmptyRNR(t *testing.T) {
 func TestSRQLimit(t *testing.T) {
 	for _, link := range links {
 		t.Run(link.String(), func(t *testing.T) {
-			r := newSRQRig(t, link, 2, verbs.SRQAttr{MaxWR: 16})
+			r := newSRQRig(t, verbstest.Options{Link: link}, 2, verbs.SRQAttr{MaxWR: 16})
 			log := logEvents(r.p.B.Dev)
 			r.postRecvs(t, 0, 8)
 			if err := r.srq.Modify(&verbs.SRQAttr{SRQLimit: 4}, verbs.SRQLimit); err != nil {
@@ -239,7 +250,7 @@ func TestSRQLimit(t *testing.T) {
 // TestSRQResize: growing an SRQ keeps what it holds, in order; shrinking
 // below the requests posted, or a limit not below the size, is refused.
 func TestSRQResize(t *testing.T) {
-	r := newSRQRig(t, verbstest.Mem, 1, verbs.SRQAttr{MaxWR: 4})
+	r := newSRQRig(t, verbstest.Options{}, 1, verbs.SRQAttr{MaxWR: 4})
 	r.postRecvs(t, 0, 3)
 	wantErr(t, "shrink below posted", r.srq.Modify(&verbs.SRQAttr{MaxWR: 2}, verbs.SRQMaxWR), verbs.ErrInvalidArgument, "modify SRQ")
 	wantErr(t, "limit = max_wr", r.srq.Modify(&verbs.SRQAttr{SRQLimit: 4}, verbs.SRQLimit), verbs.ErrInvalidArgument, "modify SRQ")
@@ -335,7 +346,7 @@ func TestSRQBadAttr(t *testing.T) {
 func TestLastWQEReached(t *testing.T) {
 	for _, link := range links {
 		t.Run(link.String(), func(t *testing.T) {
-			r := newSRQRig(t, link, 2, verbs.SRQAttr{MaxWR: 8})
+			r := newSRQRig(t, verbstest.Options{Link: link}, 2, verbs.SRQAttr{MaxWR: 8})
 			log := logEvents(r.p.B.Dev)
 			r.postRecvs(t, 0, 2)
 			if err := r.b[0].Modify(&verbs.QPAttr{State: verbs.QPStateErr}, verbs.QPAttrState); err != nil {
