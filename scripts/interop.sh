@@ -26,7 +26,7 @@ export PATH="/usr/local/go/bin:$PATH"
 
 echo "building goverbs into $work"
 (cd "$root" && CGO_ENABLED=0 go build -o "$work/goverbs" ./cmd/goverbs)
-for t in ibv_rc_pingpong ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_send_bw ib_send_lat ib_atomic_bw ib_atomic_lat; do
+for t in ibv_rc_pingpong ibv_srq_pingpong ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_send_bw ib_send_lat ib_atomic_bw ib_atomic_lat; do
 	ln -s goverbs "$work/$t"
 done
 
@@ -158,7 +158,7 @@ run_case() {
 	local why=""
 	((grc == 0)) || why+="goverbs exit $grc; "
 	((crc == 0)) || why+="rxe tool exit $crc; "
-	if [[ $tool == ibv_rc_pingpong ]]; then
+	if [[ $tool == ibv_*_pingpong ]]; then
 		pingpong_ok "$glog" "$clog" || why+="results missing or differ; "
 	else
 		perftest_ok "$tool" "$args" "$glog" "$clog" || why+="results missing, insane or differ; "
@@ -288,6 +288,8 @@ for dir in c-server go-server; do
 	run_case ibv_rc_pingpong "$dir" -n 200 -s 10000
 	run_case ibv_rc_pingpong "$dir" -n 200 -s 1
 	run_case ibv_rc_pingpong "$dir" -n 200 -e
+	run_case ibv_srq_pingpong "$dir" -n 200
+	run_case ibv_srq_pingpong "$dir" -n 200 -q 4
 	for t in ib_write_bw ib_read_bw ib_send_bw; do
 		run_case "$t" "$dir" -s 64 -n 500
 		run_case "$t" "$dir" -s 65536 -n 200

@@ -144,6 +144,7 @@ func TestConstants(t *testing.T) {
 		{"DropRxOverflow", uint64(DropRxOverflow), uint64(engine.DropRxOverflow)},
 		{"DropUnexpectedResponse", uint64(DropUnexpectedResponse), uint64(engine.DropUnexpectedResponse)},
 		{"DropDuplicateResponse", uint64(DropDuplicateResponse), uint64(engine.DropDuplicateResponse)},
+		{"AsyncEventDropped", uint64(AsyncEventDropped), uint64(engine.AsyncEventDropped)},
 	} {
 		if c.ours != c.theirs {
 			t.Errorf("%s = %d, the engine has %d", c.name, c.ours, c.theirs)

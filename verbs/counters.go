@@ -52,12 +52,14 @@ const (
 	NpCNPSent    // np_cnp_sent: CNPs sent in answer to them
 	RpCNPHandled // rp_cnp_handled: CNPs received that lowered a QP's rate
 	RpCNPIgnored // rp_cnp_ignored: CNPs received with congestion control off
+
+	AsyncEventDropped // async_event_dropped: asynchronous events lost, nobody read them in time
 )
 
 // NumCounters is the number of counters; Counter values are 0..NumCounters−1.
 // (Counters.Drops converts a snapshot to the engine's, which compiles only
 // while the engine has as many.)
-const NumCounters = 33
+const NumCounters = 34
 
 // String returns the counter's name ("sent_pkts"), or "Counter(n)" for a
 // value that names no counter.

@@ -100,5 +100,6 @@ func (cq *CQ) Close() error {
 	}
 	cq.closed = true
 	cq.c.Close()
+	cq.dev.async.remove(cq.c)
 	return nil
 }

@@ -95,6 +95,8 @@ type Device struct {
 	// of PD, CQ, QP and MR, and the counts of what uses a PD or a CQ.
 	mu     sync.Mutex
 	closed bool
+
+	async asyncEvents
 }
 
 var registry struct {
@@ -139,6 +141,7 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 	registry.Lock()
 	defer registry.Unlock()
 	d := &Device{name: cfg.Name, e: e}
+	d.async.start(e)
 	if d.name == "" {
 		d.name = fmt.Sprintf("goverbs%d", registry.next)
 		registry.next++
@@ -176,7 +179,9 @@ func (d *Device) Close() error {
 		}
 	}
 	registry.Unlock()
-	if err := d.e.Close(); err != nil {
+	err := d.e.Close()
+	<-d.async.done
+	if err != nil {
 		return errorf("close device", "%s: %w", d.name, err)
 	}
 	return nil
@@ -205,7 +210,9 @@ func (d *Device) CreateCQ(cqe int) (*CQ, error) {
 	if err != nil {
 		return nil, errorf("create CQ", "device %s: %w", d.name, err)
 	}
-	return &CQ{dev: d, c: c}, nil
+	cq := &CQ{dev: d, c: c}
+	d.async.add(c, cq)
+	return cq, nil
 }
 
 // ParseAddr parses a device address written "IP" or "IP:port" (IPv6 as

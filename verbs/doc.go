@@ -8,7 +8,10 @@
 // ([PD.CreateQP]), move it through INIT, RTR and RTS with [QP.Modify] using
 // the peer's QP number, PSN and GID (or [QP.ConnectRC] with its
 // [Endpoint]), then post work requests ([QP.PostSend], [QP.PostRecv]) and
-// poll completions ([CQ.Poll], [CQ.Wait]).
+// poll completions ([CQ.Poll], [CQ.Wait]). QPs may share one receive
+// queue ([PD.CreateSRQ], [QPInitAttr].SRQ); what concerns no work request,
+// a QP gone to the error state or an SRQ running low, arrives on
+// [Device.AsyncEvents].
 //
 // Names follow libibverbs: struct ibv_send_wr is [SendWR], IBV_WC_SUCCESS
 // is [WCSuccess] with the same value, ibv_dereg_mr is [MR.Close].
@@ -20,7 +23,7 @@
 // completion whose [WCStatus] prints like ibv_wc_status_str.
 //
 // Every object has Close, with libibverbs' order rules: closing a PD with
-// open MRs or QPs, or a CQ a QP uses, fails with [ErrBusy]; closing twice
+// open MRs, QPs or SRQs, or a CQ or SRQ a QP uses, fails with [ErrBusy]; closing twice
 // returns nil; other use of a closed object fails with [ErrClosed]. Closing
 // the Device flushes the work its QPs hold (see [Device]).
 package verbs

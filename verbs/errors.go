@@ -81,9 +81,9 @@ var (
 // were posted; it and those after it were not. Err is one of the posting
 // errors above.
 type PostError struct {
-	// Verb is "post send" or "post recv".
+	// Verb is "post send", "post recv" or "post SRQ recv".
 	Verb string
-	// QPN is the QP posted to.
+	// QPN is the QP posted to; 0 for an SRQ.
 	QPN QPN
 	// Index is the position of the failed request in the chain, from 0.
 	Index int
@@ -92,6 +92,9 @@ type PostError struct {
 }
 
 func (e *PostError) Error() string {
+	if e.QPN == 0 {
+		return fmt.Sprintf("verbs: %s: work request %d of the chain: %v", e.Verb, e.Index, e.Err)
+	}
 	return fmt.Sprintf("verbs: %s: QP 0x%06x: work request %d of the chain: %v", e.Verb, uint32(e.QPN), e.Index, e.Err)
 }
 

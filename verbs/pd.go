@@ -12,8 +12,8 @@ type PD struct {
 	id  uint32
 
 	// Guarded by dev.mu.
-	closed   bool
-	mrs, qps int // open MRs and QPs created in the PD
+	closed         bool
+	mrs, qps, srqs int // open MRs, QPs and SRQs created in the PD
 }
 
 // Device returns the PD's device.
@@ -27,8 +27,8 @@ func (pd *PD) Close() error {
 	if pd.closed {
 		return nil
 	}
-	if pd.mrs > 0 || pd.qps > 0 {
-		return errorf("close PD", "%w: %d MR(s) and %d QP(s) still open", ErrBusy, pd.mrs, pd.qps)
+	if pd.mrs > 0 || pd.qps > 0 || pd.srqs > 0 {
+		return errorf("close PD", "%w: %d MR(s), %d QP(s) and %d SRQ(s) still open", ErrBusy, pd.mrs, pd.qps, pd.srqs)
 	}
 	pd.closed = true
 	return nil
@@ -82,6 +82,8 @@ func (pd *PD) CreateQP(attr *QPInitAttr) (*QP, error) {
 		return nil, errorf(verb, "%w: send CQ belongs to another device", ErrInvalidArgument)
 	case attr.RecvCQ.dev != pd.dev:
 		return nil, errorf(verb, "%w: receive CQ belongs to another device", ErrInvalidArgument)
+	case attr.SRQ != nil && attr.SRQ.pd.dev != pd.dev:
+		return nil, errorf(verb, "%w: SRQ belongs to another device", ErrInvalidArgument)
 	}
 	pd.dev.mu.Lock()
 	defer pd.dev.mu.Unlock()
@@ -91,15 +93,27 @@ func (pd *PD) CreateQP(attr *QPInitAttr) (*QP, error) {
 	if attr.SendCQ.closed || attr.RecvCQ.closed {
 		return nil, errorf(verb, "CQ: %w", ErrClosed)
 	}
-	e, err := pd.dev.e.CreateQP(pd.id, &engine.QPInitAttr{
+	init := &engine.QPInitAttr{
 		Type: ib.QPType(attr.Type), SendCQ: attr.SendCQ.c, RecvCQ: attr.RecvCQ.c,
 		Cap: engine.QPCap(attr.Cap), SQSigAll: attr.SQSigAll,
-	})
+	}
+	if attr.SRQ != nil {
+		if attr.SRQ.closed {
+			return nil, errorf(verb, "SRQ: %w", ErrClosed)
+		}
+		init.SRQ = attr.SRQ.e
+	}
+	e, err := pd.dev.e.CreateQP(pd.id, init)
 	if err != nil {
 		return nil, errorf(verb, "%w", err)
 	}
 	pd.qps++
 	attr.SendCQ.qps++
 	attr.RecvCQ.qps++
-	return &QP{e: e, pd: pd, sendCQ: attr.SendCQ, recvCQ: attr.RecvCQ}, nil
+	if attr.SRQ != nil {
+		attr.SRQ.qps++
+	}
+	qp := &QP{e: e, pd: pd, sendCQ: attr.SendCQ, recvCQ: attr.RecvCQ, srq: attr.SRQ}
+	pd.dev.async.add(e, qp)
+	return qp, nil
 }

@@ -10,6 +10,7 @@ type QP struct {
 	e              *engine.QP
 	pd             *PD
 	sendCQ, recvCQ *CQ
+	srq            *SRQ // nil unless created on one
 
 	closed bool // guarded by pd.dev.mu
 }
@@ -84,5 +85,9 @@ func (qp *QP) Close() error {
 	qp.pd.qps--
 	qp.sendCQ.qps--
 	qp.recvCQ.qps--
+	if qp.srq != nil {
+		qp.srq.qps--
+	}
+	dev.async.remove(qp.e)
 	return nil
 }

@@ -27,6 +27,10 @@ type QPInitAttr struct {
 	// SQSigAll makes every send work request generate a completion, as
 	// if each had SendSignaled.
 	SQSigAll bool
+	// SRQ, if set, is the shared receive queue the QP takes its receive
+	// requests from: Cap's receive sizes are then ignored, and PostRecv
+	// on the QP fails with ErrInvalidArgument.
+	SRQ *SRQ
 }
 
 // AHAttr is an address vector (struct ibv_ah_attr with its GRH): where a

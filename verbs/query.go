@@ -28,6 +28,9 @@ type DeviceAttr struct {
 	MaxQPRdAtom     int  // QPAttr.MaxDestRdAtomic
 	MaxQPInitRdAtom int  // QPAttr.MaxRdAtomic
 	MaxInlineData   int  // QPCap.MaxInlineData
+	MaxSRQ          int  // SRQs per device
+	MaxSRQWR        int  // SRQAttr.MaxWR
+	MaxSRQSGE       int  // SRQAttr.MaxSGE
 	AtomicCapHCA    bool // atomics are atomic with respect to this device's other accesses (IBV_ATOMIC_HCA)
 	PhysPortCnt     int  // ports: 1
 	LocalCAAckDelay uint8
@@ -78,6 +81,7 @@ func (d *Device) Query() DeviceAttr {
 		MaxCQ: engine.MaxQP, MaxCQE: engine.MaxCQE, MaxMR: engine.MaxMR, MaxPD: engine.MaxQP,
 		MaxQPRdAtom: engine.MaxQPRdAtomic, MaxQPInitRdAtom: engine.MaxQPRdAtomic,
 		MaxInlineData: engine.MaxInlineData, AtomicCapHCA: true, PhysPortCnt: 1,
+		MaxSRQ: engine.MaxSRQ, MaxSRQWR: engine.MaxQPWR, MaxSRQSGE: engine.MaxSGE,
 		LocalCAAckDelay: 15, MaxMessageSize: engine.MaxMsgSize,
 	}
 }

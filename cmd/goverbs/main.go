@@ -4,6 +4,7 @@
 //	goverbs codec           show a RoCEv2 exchange built and checked by the codec
 //	goverbs decode FILE     decode the RoCEv2 frames of a pcap file
 //	goverbs ibv_rc_pingpong [options] [host]
+//	goverbs ibv_srq_pingpong [options] [host]
 //	goverbs ibv_devinfo | ibv_devices [options]
 //	goverbs ib_write_bw | ib_write_lat | ib_read_bw | ib_read_lat |
 //	        ib_send_bw | ib_send_lat | ib_atomic_bw | ib_atomic_lat [options] [host]
@@ -75,9 +76,10 @@ func startProfile(path string) (stop func(), err error) {
 
 // tools are the subcommands that stand in for rdma-core and perftest tools.
 var tools = map[string]func(args []string, stdout, stderr io.Writer) error{
-	"ibv_rc_pingpong": rcPingpong,
-	"ibv_devinfo":     ibvDevinfo,
-	"ibv_devices":     ibvDevices,
+	"ibv_rc_pingpong":  pingpongTool("ibv_rc_pingpong", pingpong.Run),
+	"ibv_srq_pingpong": pingpongTool(pingpong.SRQProg, pingpong.RunSRQ),
+	"ibv_devinfo":      ibvDevinfo,
+	"ibv_devices":      ibvDevices,
 }
 
 func init() {
@@ -100,16 +102,20 @@ func perftestTool(name string, args []string, stdout, stderr io.Writer) error {
 	return perftest.Run(cfg, stdout)
 }
 
-func rcPingpong(args []string, stdout, stderr io.Writer) error {
-	cfg, err := pingpong.ParseArgs("ibv_rc_pingpong", args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
+// pingpongTool is the subcommand of rdma-core's ping-pong prog, which run
+// performs.
+func pingpongTool(prog string, run func(pingpong.Config, io.Writer) error) func(args []string, stdout, stderr io.Writer) error {
+	return func(args []string, stdout, stderr io.Writer) error {
+		cfg, err := pingpong.ParseArgs(prog, args, stderr)
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+		cfg.Stats = statsAtExit(cfg.PrintStats, stderr)
+		return run(cfg, stdout)
 	}
-	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	cfg.Stats = statsAtExit(cfg.PrintStats, stderr)
-	return pingpong.Run(cfg, stdout)
 }
 
 // statsAtExit returns what prints a tool's device counters when it ends,
@@ -134,6 +140,8 @@ commands:
                   decode the RoCEv2 frames (UDP port 4791, or any) of a pcap file, check ICRCs
   ibv_rc_pingpong [options] [host]
                   RC ping-pong with the options, exchange and output of rdma-core's tool
+  ibv_srq_pingpong [options] [host]
+                  the same on -q QPs (default 16) receiving through one shared receive queue
   ib_write_bw, ib_write_lat, ib_read_bw, ib_read_lat, ib_send_bw, ib_send_lat,
   ib_atomic_bw, ib_atomic_lat [options] [host]
                   perftest's bandwidth and latency tests, with its options, exchange and

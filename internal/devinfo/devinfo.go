@@ -74,13 +74,15 @@ var capFlags = []struct {
 	name string
 }{
 	{1 << 1, "BAD_PKEY_CNTR"}, // the port's bad_pkey_cntr counts drop_bad_pkey
+	{1 << 10, "PORT_ACTIVE_EVENT"},
 	{1 << 11, "SYS_IMAGE_GUID"},
 	{1 << 12, "RC_RNR_NAK_GEN"},
+	{1 << 13, "SRQ_RESIZE"},
 }
 
 // deviceAttrs writes ibv_devinfo -v's device attributes in rdma-core 44's
 // layout. What goverbs lacks (end-to-end contexts, memory windows,
-// multicast, SRQs, on-demand paging, TSO, RSS, rate limits, tag matching)
+// multicast, on-demand paging, TSO, RSS, rate limits, tag matching)
 // reads 0 or unsupported, as the C tool shows it for devices without it.
 func deviceAttrs(w io.Writer, a *verbs.DeviceAttr) {
 	var flags uint32
@@ -114,9 +116,12 @@ func deviceAttrs(w io.Writer, a *verbs.DeviceAttr) {
 	p("\tatomic_cap:\t\t\t%s", atomic)
 	for _, name := range []string{"\tmax_ee:\t\t\t\t", "\tmax_rdd:\t\t\t", "\tmax_mw:\t\t\t\t", "\tmax_raw_ipv6_qp:\t\t",
 		"\tmax_raw_ethy_qp:\t\t", "\tmax_mcast_grp:\t\t\t", "\tmax_mcast_qp_attach:\t\t", "\tmax_total_mcast_qp_attach:\t",
-		"\tmax_ah:\t\t\t\t", "\tmax_fmr:\t\t\t", "\tmax_srq:\t\t\t"} {
+		"\tmax_ah:\t\t\t\t", "\tmax_fmr:\t\t\t"} {
 		p("%s0", name)
 	}
+	p("\tmax_srq:\t\t\t%d", a.MaxSRQ)
+	p("\tmax_srq_wr:\t\t\t%d", a.MaxSRQWR)
+	p("\tmax_srq_sge:\t\t\t%d", a.MaxSRQSGE)
 	p("\tmax_pkeys:\t\t\t1")
 	p("\tlocal_ca_ack_delay:\t\t%d", a.LocalCAAckDelay)
 	p("\tgeneral_odp_caps:")

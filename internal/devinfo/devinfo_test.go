@@ -61,7 +61,7 @@ func label(line string) string {
 // printed for Linux 6.1 rxe in the interop lab (testdata/rxe): every line
 // of ours has the label and the TABs of a line of theirs, in the same
 // order. Plain ibv_devinfo matches line for line; -v may leave out lines
-// for what goverbs lacks (capability flags, SRQ limits, more GIDs).
+// for what goverbs lacks (capability flags, more GIDs).
 func TestLayoutMatchesRxe(t *testing.T) {
 	for _, c := range []struct {
 		file          string

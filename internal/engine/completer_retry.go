@@ -138,5 +138,5 @@ func (qp *QP) fail(w *sendWQE, e compError) {
 // which flushes the rest.
 func (qp *QP) failSend(w *sendWQE, status ib.WCStatus) {
 	qp.finishSend(w, status)
-	qp.state.Store(uint32(ib.QPStateErr))
+	qp.enterError(ib.EventQPFatal)
 }

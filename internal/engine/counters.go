@@ -42,6 +42,7 @@ const (
 	NpCNPSent                             // CNPs sent in answer (mlx5's name)
 	RpCNPHandled                          // CNPs received and acted on (mlx5's name)
 	RpCNPIgnored                          // CNPs received with congestion control off (mlx5's name)
+	AsyncEventDropped                     // asynchronous events lost: nobody read them in time
 	numCounters
 )
 
@@ -79,6 +80,7 @@ var counterNames = [numCounters]string{
 	NpCNPSent:              "np_cnp_sent",
 	RpCNPHandled:           "rp_cnp_handled",
 	RpCNPIgnored:           "rp_cnp_ignored",
+	AsyncEventDropped:      "async_event_dropped",
 }
 
 // String returns the counter's name, as in rxe's hw_counters where rxe has

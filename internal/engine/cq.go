@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/goverbs/goverbs/internal/ib"
 	"github.com/goverbs/goverbs/internal/queue"
 )
 
@@ -76,9 +77,13 @@ func (cq *CQ) push(wc *WC) bool {
 	cq.mu.Lock()
 	s := cq.ring.Reserve()
 	if s == nil {
+		first := !cq.overrun
 		cq.overrun = true
 		cq.mu.Unlock()
 		cq.dev.counters.inc(CQOverflow)
+		if first {
+			cq.dev.raise(Event{Type: ib.EventCQErr, CQ: cq})
+		}
 		return false
 	}
 	*s = *wc

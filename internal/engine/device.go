@@ -19,6 +19,7 @@ const (
 	MaxSGE        = 32
 	MaxCQE        = 1<<15 - 1
 	MaxMR         = 1 << 16
+	MaxSRQ        = 1 << 16
 	MaxInlineData = 512
 	MaxQPRdAtomic = 128
 	MaxMsgSize    = 1 << 31
@@ -53,11 +54,13 @@ type Device struct {
 	counters  counters
 	timers    *timerQueue
 	worker    chan *QP // QPs handed over by busy schedulers
+	events    chan Event
 
 	congestion bool // DeviceConfig.Congestion, for its QPs
 
-	mu      sync.Mutex // guards qps' writers, nextQPN, nextPD and closed
+	mu      sync.Mutex // guards qps' writers, nextQPN, nextPD, srqs and closed
 	qps     qpTable
+	srqs    int // open SRQs
 	nextQPN uint32
 	nextPD  uint32
 	closed  bool
@@ -103,12 +106,14 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 		mrs:       mem.NewTable(MaxMR),
 		timers:    newTimerQueue(),
 		worker:    make(chan *QP, 1024),
+		events:    make(chan Event, eventDepth),
 		nextQPN:   randomQPNBase(),
 		nextPD:    1,
 		stop:      make(chan struct{}),
 		dead:      make(chan struct{}),
 	}
 	d.congestion = cfg.Congestion
+	d.raise(Event{Type: ib.EventPortActive, Port: 1})
 	d.wg.Add(3)
 	go d.recvLoop()
 	go d.timerLoop()
@@ -199,6 +204,7 @@ func (d *Device) Close() error {
 	for _, qp := range qps {
 		qp.shutdown(true)
 	}
+	d.raise(Event{Type: ib.EventPortErr, Port: 1})
 	close(d.dead)
 	return err
 }

@@ -34,4 +34,5 @@ func (qp *QP) flush() {
 	qp.resp.stash.clear()
 	qp.comp.stash.clear()
 	qp.dropInbound()
+	qp.lastWQEReached()
 }

@@ -183,6 +183,7 @@ func (qp *QP) reset() {
 	qp.resp = responder{wqe: recvWQE{sge: qp.resp.wqe.sge[:0]}}
 	qp.peer.Store(nil)
 	qp.attr = QPAttr{PathMTU: ib.MTU256, PortNum: 1}
+	qp.events = qpEvents{}
 }
 
 func roundPow2(n int) int {

@@ -151,6 +151,10 @@ func (qp *QP) PostRecv(wr *RecvWR) (bad int, err error) {
 		qp.rqMu.Unlock()
 		return 0, ErrQPState
 	}
+	if qp.srq != nil {
+		qp.rqMu.Unlock()
+		return 0, ErrSRQAttached
+	}
 	i := 0
 	for ; wr != nil; wr, i = wr.Next, i+1 {
 		if len(wr.SGList) > int(qp.cap.MaxRecvSGE) {

@@ -34,6 +34,7 @@ type QP struct {
 	recvCQ   *CQ
 	cap      QPCap
 	sqSigAll bool
+	srq      *SRQ // receive WQEs come from it, if set
 	task     task
 
 	state atomic.Uint32                  // ib.QPState
@@ -53,6 +54,7 @@ type QP struct {
 	comp      completer
 	resp      responder
 	trace     TraceFunc // nil unless tracing (SetTrace)
+	events    qpEvents
 	xmit      xmitBatch
 	timerAt   time.Time // deadline registered with the device timer
 	destroyed bool
@@ -103,6 +105,15 @@ func (d *Device) CreateQP(pd uint32, init *QPInitAttr) (*QP, error) {
 		return nil, fmt.Errorf("CQ: %w", ErrClosed)
 	}
 	c := init.Cap
+	if s := init.SRQ; s != nil {
+		if s.dev != d {
+			return nil, fmt.Errorf("%w: SRQ belongs to another device", ErrInvalidArgument)
+		}
+		if s.closed.Load() {
+			return nil, fmt.Errorf("SRQ: %w", ErrClosed)
+		}
+		c.MaxRecvWR, c.MaxRecvSGE = 1, s.maxSGE // its own receive queue stays empty
+	}
 	if c.MaxSendWR == 0 || c.MaxSendWR > MaxQPWR || c.MaxRecvWR == 0 || c.MaxRecvWR > MaxQPWR ||
 		c.MaxSendSGE > MaxSGE || c.MaxRecvSGE > MaxSGE || c.MaxInlineData > MaxInlineData {
 		return nil, fmt.Errorf("%+v: %w (WRs 1..%d, SGEs ≤ %d, inline ≤ %d)",
@@ -113,6 +124,7 @@ func (d *Device) CreateQP(pd uint32, init *QPInitAttr) (*QP, error) {
 	qp := &QP{
 		dev: d, typ: init.Type, pd: pd, sendCQ: init.SendCQ, recvCQ: init.RecvCQ,
 		sqSigAll: init.SQSigAll,
+		srq:      init.SRQ,
 		sq:       queue.New[sendWQE](int(c.MaxSendWR)),
 		rq:       queue.New[recvWQE](int(c.MaxRecvWR)),
 		inbound:  queue.New[inPkt](inboundDepth),
@@ -120,6 +132,9 @@ func (d *Device) CreateQP(pd uint32, init *QPInitAttr) (*QP, error) {
 	// Report the rounded-up queue sizes, as providers do.
 	c.MaxSendWR, c.MaxRecvWR = uint32(qp.sq.Cap()), uint32(qp.rq.Cap())
 	qp.cap = c
+	if init.SRQ != nil {
+		qp.cap.MaxRecvWR, qp.cap.MaxRecvSGE = 0, 0 // ibv_query_qp reports none
+	}
 	for i := range qp.sq.Cap() {
 		w := qp.sq.At(uint32(i))
 		w.sge = make([]SGE, 0, c.MaxSendSGE)

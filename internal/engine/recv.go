@@ -55,6 +55,7 @@ func (d *Device) recvLoop() {
 		got, err := d.bind.Recv(msgs)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
+				d.linkDown()
 				return
 			}
 			continue
@@ -106,6 +107,7 @@ func (d *Device) recvCoalesced(cr conn.CoalescedReceiver) {
 		got, err := cr.RecvCoalesced(msgs)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
+				d.linkDown()
 				return
 			}
 			continue

@@ -97,17 +97,19 @@ func (o respOutcome) isError() bool { return o >= errInvalidRequest }
 var respErrors = [...]struct {
 	nak    wire.NAKCode
 	status ib.WCStatus
+	event  ib.EventType // the affiliated asynchronous error (IBA 11.6.3.2)
 }{
-	errInvalidRequest: {wire.NAKInvalidRequest, ib.WCRemInvReqErr},
-	errRemoteAccess:   {wire.NAKRemoteAccess, ib.WCRemAccessErr},
-	errRecvLength:     {wire.NAKInvalidRequest, ib.WCLocLenErr},
-	errRecvProt:       {wire.NAKRemoteOperation, ib.WCLocProtErr},
+	errInvalidRequest: {wire.NAKInvalidRequest, ib.WCRemInvReqErr, ib.EventQPReqErr},
+	errRemoteAccess:   {wire.NAKRemoteAccess, ib.WCRemAccessErr, ib.EventQPAccessErr},
+	errRecvLength:     {wire.NAKInvalidRequest, ib.WCLocLenErr, ib.EventQPReqErr},
+	errRecvProt:       {wire.NAKRemoteOperation, ib.WCLocProtErr, ib.EventQPFatal},
 }
 
 // respond handles one request packet: its PSN decides between a new
 // request, a duplicate and a gap (doc/protocol.md §6.3).
 func (qp *QP) respond(p wire.Packet) {
 	psn := p.BTH().PSN()
+	qp.noteReceived()
 	var o respOutcome
 	switch d := psn.Diff(qp.resp.psn); {
 	case d > 0:
@@ -200,15 +202,11 @@ func (qp *QP) takeWQE(psn wire.PSN) bool {
 	if r.haveWQE {
 		return true
 	}
-	w := qp.rq.Peek()
-	if w == nil {
+	if !qp.popRecv(&r.wqe) {
 		qp.dev.counters.inc(SendRNRErr)
 		qp.sendACK(wire.RNRNAKSyndrome(wire.RNRTimer(qp.attr.MinRNRTimer)), psn)
 		return false
 	}
-	r.wqe.wrID, r.wqe.length = w.wrID, w.length
-	r.wqe.sge = append(r.wqe.sge[:0], w.sge...)
-	qp.rq.Pop()
 	r.haveWQE, r.recvOff = true, 0
 	return true
 }
@@ -336,7 +334,7 @@ func (qp *QP) respFail(e respOutcome, psn wire.PSN) {
 		qp.recvCQ.push(&wc)
 		qp.resp.haveWQE = false
 	}
-	qp.state.Store(uint32(ib.QPStateErr))
+	qp.enterError(c.event)
 }
 
 // completeRecv completes the receive WQE in use.

@@ -65,6 +65,9 @@ type QPInitAttr struct {
 	Cap            QPCap
 	// SQSigAll makes every send WR generate a completion.
 	SQSigAll bool
+	// SRQ, if set, supplies the receive WQEs (Cap's receive sizes are
+	// then ignored).
+	SRQ *SRQ
 }
 
 // AHAttr is an address vector (struct ibv_ah_attr with its GRH). On RoCE

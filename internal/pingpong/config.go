@@ -28,6 +28,7 @@ type Config struct {
 	// Stats, if set, sees the device at the end of the run, successful or
 	// not, before it closes (the tool prints its counters there).
 	Stats func(*verbs.Device)
+	NumQP int // -q: QPs sharing the SRQ (ibv_srq_pingpong only)
 	// Server is the host to connect to; empty means run as the server.
 	Server string
 	// Addr is the device's RoCE address: an IP with optional :port. Zero
@@ -39,7 +40,7 @@ type Config struct {
 // to stderr.
 func ParseArgs(prog string, args []string, stderr io.Writer) (Config, error) {
 	c := Config{Port: 18515, IBPort: 1, Size: 4096, MTU: 1024, RxDepth: 500, Iters: 1000, GIDIdx: -1}
-	fs := toolflag.New(prog, stderr, []toolflag.Option{
+	opts := []toolflag.Option{
 		toolflag.Opt("p", "port", "port", "listen on/connect to port <port> (default 18515)", &c.Port),
 		toolflag.Opt("d", "ib-dev", "dev", "name of the goverbs device (default goverbs0)", &c.IBDev),
 		toolflag.Opt("i", "ib-port", "port", "port of the device (only 1)", &c.IBPort),
@@ -53,7 +54,11 @@ func ParseArgs(prog string, args []string, stderr io.Writer) (Config, error) {
 		toolflag.Opt("c", "chk", "", "validate received buffer", &c.Check),
 		toolflag.Opt("", "stats", "", "goverbs: print the device's counters to stderr at exit, as `rdma statistic` does", &c.PrintStats),
 		toolflag.Opt("", "addr", "ip[:port]", "goverbs: RoCE address of this device (default: the TCP connection's local address, port 4791)", &c.Addr),
-	})
+	}
+	if prog == SRQProg {
+		opts = append(opts, srqOptions(&c)...)
+	}
+	fs := toolflag.New(prog, stderr, opts)
 	hosts, _, err := fs.Parse(args)
 	if err != nil {
 		return c, err
@@ -77,6 +82,9 @@ func ParseArgs(prog string, args []string, stderr io.Writer) (Config, error) {
 		if _, err := verbs.ParseAddr(c.Addr); err != nil {
 			return c, err
 		}
+	}
+	if prog == SRQProg {
+		return c, checkSRQ(&c)
 	}
 	return c, nil
 }

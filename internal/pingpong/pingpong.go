@@ -180,20 +180,24 @@ func (s *session) exchange(c net.Conn, my *dest) (dest, error) {
 
 // connect moves the QP to RTR and RTS with rc_pingpong's attributes
 // (doc/tools.md §1.3).
-func (s *session) connect(my, rem *dest) error {
+func (s *session) connect(my, rem *dest) error { return connectRC(s.qp, &s.cfg, my, rem) }
+
+// connectRC moves an RC QP to RTR and RTS towards rem, sending from my's
+// PSN, with the attributes of rc_pingpong and srq_pingpong.
+func connectRC(qp *verbs.QP, cfg *Config, my, rem *dest) error {
 	if rem.gid.IsZero() {
 		return errors.New("Failed to modify QP to RTR: the peer sent no GID (run the C tool with -g)")
 	}
-	mtu, _ := verbs.MTUFromBytes(s.cfg.MTU)
+	mtu, _ := verbs.MTUFromBytes(cfg.MTU)
 	rtr := verbs.QPAttr{State: verbs.QPStateRTR, PathMTU: mtu, DestQPN: verbs.QPN(rem.qpn), RQPSN: rem.psn,
 		MaxDestRdAtomic: 1, MinRNRTimer: 12,
-		AH: verbs.AHAttr{IsGlobal: true, DGID: rem.gid, HopLimit: 1, SL: uint8(s.cfg.SL), PortNum: 1}}
-	if err := s.qp.Modify(&rtr, verbs.QPAttrState|verbs.QPAttrAV|verbs.QPAttrPathMTU|verbs.QPAttrDestQPN|
+		AH: verbs.AHAttr{IsGlobal: true, DGID: rem.gid, HopLimit: 1, SL: uint8(cfg.SL), PortNum: 1}}
+	if err := qp.Modify(&rtr, verbs.QPAttrState|verbs.QPAttrAV|verbs.QPAttrPathMTU|verbs.QPAttrDestQPN|
 		verbs.QPAttrRQPSN|verbs.QPAttrMaxDestRdAtomic|verbs.QPAttrMinRNRTimer); err != nil {
 		return fmt.Errorf("Failed to modify QP to RTR: %w", err)
 	}
 	rts := verbs.QPAttr{State: verbs.QPStateRTS, Timeout: 14, RetryCnt: 7, RNRRetry: 7, SQPSN: my.psn, MaxRdAtomic: 1}
-	if err := s.qp.Modify(&rts, verbs.QPAttrState|verbs.QPAttrTimeout|verbs.QPAttrRetryCnt|verbs.QPAttrRNRRetry|
+	if err := qp.Modify(&rts, verbs.QPAttrState|verbs.QPAttrTimeout|verbs.QPAttrRetryCnt|verbs.QPAttrRNRRetry|
 		verbs.QPAttrSQPSN|verbs.QPAttrMaxQPRdAtomic); err != nil {
 		return fmt.Errorf("Failed to modify QP to RTS: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"regexp"
@@ -78,12 +79,18 @@ var (
 // 127.0.0.1, both on UDP 4791. It returns what each printed.
 func runPair(t *testing.T, size, iters int) (srv, cli string) {
 	t.Helper()
+	return runPairWith(t, Config{IBPort: 1, Size: size, MTU: 1024, RxDepth: 16, Iters: iters, GIDIdx: 0, Check: true}, Run)
+}
+
+// runPairWith is runPair for the tool run with base's options.
+func runPairWith(t *testing.T, base Config, Run func(Config, io.Writer) error) (srv, cli string) {
+	t.Helper()
 	port := freePort(t)
 	var srvOut, cliOut bytes.Buffer
 	var srvErr error
 	var wg sync.WaitGroup
 	wg.Add(1)
-	base := Config{Port: port, IBPort: 1, Size: size, MTU: 1024, RxDepth: 16, Iters: iters, GIDIdx: 0, Check: true}
+	base.Port = port
 	go func() {
 		defer wg.Done()
 		srvErr = Run(base, &srvOut)
