@@ -95,7 +95,7 @@ func TestPollArmPollRace(t *testing.T) {
 	for _, link := range []verbstest.Link{verbstest.Mem, verbstest.UDP} {
 		for _, solicitedOnly := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%v/solicitedOnly=%v", link, solicitedOnly), func(t *testing.T) {
-				p := verbstest.New(t, verbstest.Options{Link: link, CompChannel: true})
+				p := verbstest.New(t, verbstest.Options{Link: link, CompChannel: true, BusyPoll: verbs.BusyPollOff})
 				const depth = 32
 				src, dst := p.A.Buffer(t, 8, 1), p.B.Buffer(t, 8*depth, 0)
 				for i := range depth {
