@@ -283,3 +283,7 @@ func (cq *CQ) AckEvents(n int) {
 	cq.acked += uint64(n)
 	cq.ch.mu.Unlock()
 }
+
+// Channel returns the completion channel the CQ was created on, or nil
+// (struct ibv_cq's channel).
+func (cq *CQ) Channel() *CompChannel { return cq.ch }

@@ -62,6 +62,7 @@ type Config struct {
 	NoPeak   bool // -N: skip the peak bandwidth search
 	Gbits    bool // --report_gbits
 	CPUFreq  bool // -F: perftest's CPU frequency warning; nothing to warn about here
+	Events   bool // -e: sleep on completion channels instead of polling the CQs
 
 	// Server is the host to connect to; empty means run as the server.
 	Server string
@@ -125,6 +126,7 @@ func ParseArgs(prog string, args []string, stderr io.Writer) (Config, error) {
 		toolflag.Opt("S", "sl", "sl", "service level (default 0)", &c.SL),
 		toolflag.Opt("A", "atomic_type", "type", "CMP_AND_SWAP or FETCH_AND_ADD (atomic tests; default FETCH_AND_ADD)", atomicValue{&c.Atomic}),
 		toolflag.Opt("N", "noPeak", "", "do not compute the peak bandwidth", &c.NoPeak),
+		toolflag.Opt("e", "events", "", "sleep on CQ events (default poll)", &c.Events),
 		toolflag.Opt("F", "CPU-freq", "", "accepted for compatibility: goverbs measures time, not CPU cycles", &c.CPUFreq),
 		toolflag.Opt("", "report_gbits", "", "report bandwidth in Gb/s instead of MB/s", &c.Gbits),
 		toolflag.Opt("c", "connection", "type", "connection type: RC (the only one goverbs runs)", &connType),
