@@ -7,7 +7,9 @@
 # the guest's rxe saw no bad ICRC, unknown QP, sequence error or retry
 # exhaustion. Needs root (the lab makes a network namespace and a VM); it
 # is not part of CI. Usage: scripts/interop.sh [--keep]  (--keep: leave the
-# lab VM running). Run a subset with CASES='ib_read_lat ib_send_bw'.
+# lab VM running). Run a subset with CASES='ib_read_lat ib_send_bw', and
+# of those the rows whose tool and options match an extended regular
+# expression with MATCH (MATCH=' -e( |$)': the event rows).
 # GOVERBS_ENV=GOVERBS_COUNTERS=1 puts that in the goverbs tools' environment
 # (the counters then end each goverbs log).
 set -euo pipefail
@@ -103,6 +105,7 @@ run_case() {
 	shift 2
 	local args="$*" # on a line of its own: local expands all its words first
 	[[ -z ${CASES:-} || " $CASES " == *" $tool "* ]] || return 0
+	[[ -z ${MATCH:-} || "$tool $args" =~ $MATCH ]] || return 0
 	local tag="${tool}_${dir}_$(echo "$args" | tr -c 'A-Za-z0-9' _)"
 	local glog="$work/$tag.goverbs.log" clog="$work/$tag.rxe.log" grc crc attempt
 	local copt="-g 1" # the IPv4-mapped GID of rxe0
@@ -187,6 +190,13 @@ for dir in c-server go-server; do
 	run_case ib_read_lat "$dir" -a -n 20
 	run_case ib_send_bw "$dir" -D 2 -s 4096
 	run_case ib_write_lat "$dir" -D 2 -F
+	# Completion channels: the tools sleep on CQ events (-e).
+	run_case ib_write_bw "$dir" -e -s 65536 -n 200
+	run_case ib_read_bw "$dir" -e -s 4096 -n 500
+	run_case ib_send_bw "$dir" -e -s 4096 -n 500
+	run_case ib_write_lat "$dir" -e -s 2 -n 300
+	run_case ib_read_lat "$dir" -e -s 2 -n 300
+	run_case ib_send_lat "$dir" -e -s 2 -n 300
 done
 
 echo
