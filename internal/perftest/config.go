@@ -181,6 +181,8 @@ func (c *Config) check(set map[string]bool, connType string) error {
 		return errors.New("Only 15 Service levels")
 	case !strings.EqualFold(connType, "RC"):
 		return fmt.Errorf("connection type %s: goverbs runs the perftest tools over RC only", connType)
+	case c.Events && t.Verb == Write:
+		return errors.New("Events feature not available on WRITE verb")
 	case isSet("q", "qp") && t.Lat:
 		return errors.New("Multiple QPs only available on bw tests")
 	case c.QPs < 1 || c.QPs > maxQPs:
