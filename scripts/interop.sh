@@ -8,8 +8,8 @@
 # exhaustion. Needs root (the lab makes a network namespace and a VM); it
 # is not part of CI. Usage: scripts/interop.sh [--keep]  (--keep: leave the
 # lab VM running). Run a subset with CASES='ib_read_lat ib_send_bw', and
-# of those the rows whose tool and options match an extended regular
-# expression with MATCH (MATCH=' -e( |$)': the event rows).
+# of those the rows whose "tool direction options" match an extended
+# regular expression with MATCH (MATCH=' -e( |$)': the event rows).
 # GOVERBS_ENV=GOVERBS_COUNTERS=1 puts that in the goverbs tools' environment
 # (the counters then end each goverbs log).
 set -euo pipefail
@@ -105,7 +105,7 @@ run_case() {
 	shift 2
 	local args="$*" # on a line of its own: local expands all its words first
 	[[ -z ${CASES:-} || " $CASES " == *" $tool "* ]] || return 0
-	[[ -z ${MATCH:-} || "$tool $args" =~ $MATCH ]] || return 0
+	[[ -z ${MATCH:-} || "$tool $dir $args" =~ $MATCH ]] || return 0
 	local tag="${tool}_${dir}_$(echo "$args" | tr -c 'A-Za-z0-9' _)"
 	local glog="$work/$tag.goverbs.log" clog="$work/$tag.rxe.log" grc crc attempt
 	local copt="-g 1" # the IPv4-mapped GID of rxe0
