@@ -8,8 +8,10 @@
 # exhaustion. Needs root (the lab makes a network namespace and a VM); it
 # is not part of CI. Usage: scripts/interop.sh [--keep]  (--keep: leave the
 # lab VM running). Run a subset with CASES='ib_read_lat ib_send_bw'
-# (CASES=restart: the killed-and-restarted goverbs process), and of those
-# only the cases with given arguments with CASE_ARGS='-s 65536 -n 200'.
+# (CASES=restart: the killed-and-restarted goverbs process); of those
+# only the cases with given arguments with CASE_ARGS='-s 65536 -n 200',
+# or the rows whose "tool direction options" match an extended regular
+# expression with MATCH (MATCH=' -e( |$)': the event rows).
 # GOVERBS_ENV=GOVERBS_COUNTERS=1 puts that in the goverbs tools' environment
 # (the counters then end each goverbs log).
 # NETEM='delay 1ms loss 3% reorder 5% duplicate 1%' impairs what the guest
@@ -124,6 +126,7 @@ run_case() {
 	local args="$*" # on a line of its own: local expands all its words first
 	[[ -z ${CASES:-} || " $CASES " == *" $tool "* ]] || return 0
 	[[ -z ${CASE_ARGS:-} || $args == "$CASE_ARGS" ]] || return 0
+	[[ -z ${MATCH:-} || "$tool $dir $args" =~ $MATCH ]] || return 0
 	local tag="${tool}_${dir}_$(echo "$args" | tr -c 'A-Za-z0-9' _)"
 	local glog="$work/$tag.goverbs.log" clog="$work/$tag.rxe.log" grc crc attempt
 	local copt="-g 1" # the IPv4-mapped GID of rxe0
@@ -309,6 +312,11 @@ for dir in c-server go-server; do
 	run_case ib_send_bw "$dir" -D 2 -s 4096
 	run_case ib_write_lat "$dir" -D 2 -F
 	run_restart_case ib_write_bw "$dir"
+	# Completion channels: the tools sleep on CQ events (-e; perftest
+	# refuses it for the WRITE tests).
+	run_case ib_read_bw "$dir" -e -s 4096 -n 500
+	run_case ib_send_bw "$dir" -e -s 65536 -n 200
+	run_case ib_read_lat "$dir" -e -s 2 -n 300
 done
 
 echo

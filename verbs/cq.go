@@ -12,6 +12,11 @@ import (
 type CQ struct {
 	dev *Device
 	c   *engine.CQ
+	ch  *CompChannel // nil without one
+
+	// Guarded by ch.mu: the completion events receivers took, and those
+	// acknowledged.
+	events, acked uint64
 
 	// Guarded by dev.mu.
 	closed bool
@@ -87,8 +92,9 @@ func (cq *CQ) Resize(cqe int) error {
 }
 
 // Close destroys the CQ (ibv_destroy_cq). It fails with ErrBusy while a
-// QP completes into it; completions it still holds are discarded. Closing
-// it again returns nil.
+// QP completes into it, or while completion events taken from its channel
+// are not acknowledged; completions and events it still holds are
+// discarded. Closing it again returns nil.
 func (cq *CQ) Close() error {
 	cq.dev.mu.Lock()
 	defer cq.dev.mu.Unlock()
@@ -97,6 +103,12 @@ func (cq *CQ) Close() error {
 	}
 	if cq.qps > 0 {
 		return errorf("destroy CQ", "%w: %d QP queue(s) complete into it", ErrBusy, cq.qps)
+	}
+	if cq.ch != nil {
+		if n := cq.ch.dropEvents(cq); n > 0 {
+			return errorf("destroy CQ", "%w: %d completion event(s) not acknowledged", ErrBusy, n)
+		}
+		cq.ch.cqs--
 	}
 	cq.closed = true
 	cq.c.Close()

@@ -25,6 +25,10 @@ type CQ struct {
 	overrun bool
 	pollMu  sync.Mutex // serialises consumers
 	notify  chan struct{}
+	// armed is the pending notification request (notify.go), under mu;
+	// event runs when it fires.
+	armed arm
+	event func()
 	// closed is set by Close; Poll and Resize then fail with ErrClosed.
 	closed atomic.Bool
 }
@@ -73,7 +77,11 @@ func (cq *CQ) Resize(n int) error {
 
 // push adds a completion; it reports false and marks the CQ in error if
 // the ring is full.
-func (cq *CQ) push(wc *WC) bool {
+func (cq *CQ) push(wc *WC) bool { return cq.pushSolicited(wc, false) }
+
+// pushSolicited is push of a receive completion whose message may have
+// asked for a solicited event (BTH SE).
+func (cq *CQ) pushSolicited(wc *WC, solicited bool) bool {
 	cq.mu.Lock()
 	s := cq.ring.Reserve()
 	if s == nil {
@@ -88,10 +96,14 @@ func (cq *CQ) push(wc *WC) bool {
 	}
 	*s = *wc
 	cq.ring.Commit()
+	event := cq.fires(wc, solicited)
 	cq.mu.Unlock()
 	select {
 	case cq.notify <- struct{}{}:
 	default:
+	}
+	if event && cq.event != nil {
+		cq.event()
 	}
 	return true
 }

@@ -248,7 +248,7 @@ func (qp *QP) respSend(p wire.Packet, psn wire.PSN) respOutcome {
 			v := h.Imm()
 			imm = &v
 		}
-		qp.completeRecv(ib.WCRecv, r.recvOff, imm)
+		qp.completeRecv(ib.WCRecv, r.recvOff, imm, p.BTH().SolicitedEvent())
 		r.msn++
 	}
 	qp.acceptRequest(p, psn)
@@ -300,7 +300,7 @@ func (qp *QP) respWrite(p wire.Packet, psn wire.PSN) respOutcome {
 	if info.Is(wire.OpLast) {
 		if h := p.ImmDt(); h != nil {
 			v := h.Imm()
-			qp.completeRecv(ib.WCRecvRDMAWithImm, r.write.total, &v)
+			qp.completeRecv(ib.WCRecvRDMAWithImm, r.write.total, &v, p.BTH().SolicitedEvent())
 		}
 		r.msn++
 	}
@@ -337,13 +337,14 @@ func (qp *QP) respFail(e respOutcome, psn wire.PSN) {
 	qp.enterError(c.event)
 }
 
-// completeRecv completes the receive WQE in use.
-func (qp *QP) completeRecv(op ib.WCOpcode, n uint32, imm *uint32) {
+// completeRecv completes the receive WQE in use; se is the last packet's
+// solicited-event bit.
+func (qp *QP) completeRecv(op ib.WCOpcode, n uint32, imm *uint32, se bool) {
 	wc := WC{WRID: qp.resp.wqe.wrID, Opcode: op, ByteLen: n, QPNum: ib.QPN(qp.qpn), SrcQP: qp.attr.DestQPN}
 	if imm != nil {
 		wc.Imm, wc.Flags = *imm, ib.WCFlagWithImm
 	}
-	qp.recvCQ.push(&wc)
+	qp.recvCQ.pushSolicited(&wc, se)
 	qp.dev.counters.inc(RDMARecvs)
 	qp.resp.haveWQE = false
 }

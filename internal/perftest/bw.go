@@ -85,7 +85,7 @@ func (r *runner) bwClient(size int) (Report, error) {
 		if d.over() {
 			break
 		}
-		k, err := s.scq.Wait(d.context(), wcs)
+		k, err := s.wait(d.context(), s.scq, wcs)
 		if d.over() {
 			break
 		}
@@ -132,7 +132,7 @@ func (r *runner) bwServer(size int) (Report, error) {
 	var first int64
 	rcnt := 0
 	for d != nil || rcnt < total {
-		k, err := r.s.rcq.Wait(d.context(), wcs)
+		k, err := r.s.wait(d.context(), r.s.rcq, wcs)
 		if d.over() {
 			break
 		}

@@ -63,6 +63,7 @@ type Config struct {
 	Gbits    bool // --report_gbits
 	Counters bool // --stats: print the device's counters at exit (goverbs)
 	CPUFreq  bool // -F: perftest's CPU frequency warning; nothing to warn about here
+	Events   bool // -e: sleep on completion channels instead of polling the CQs
 
 	// Server is the host to connect to; empty means run as the server.
 	Server string
@@ -127,6 +128,7 @@ func ParseArgs(prog string, args []string, stderr io.Writer) (Config, error) {
 		toolflag.Opt("S", "sl", "sl", "service level (default 0)", &c.SL),
 		toolflag.Opt("A", "atomic_type", "type", "CMP_AND_SWAP or FETCH_AND_ADD (atomic tests; default FETCH_AND_ADD)", atomicValue{&c.Atomic}),
 		toolflag.Opt("N", "noPeak", "", "do not compute the peak bandwidth", &c.NoPeak),
+		toolflag.Opt("e", "events", "", "sleep on CQ events (default poll)", &c.Events),
 		toolflag.Opt("F", "CPU-freq", "", "accepted for compatibility: goverbs measures time, not CPU cycles", &c.CPUFreq),
 		toolflag.Opt("", "report_gbits", "", "report bandwidth in Gb/s instead of MB/s", &c.Gbits),
 		toolflag.Opt("", "stats", "", "goverbs: print the device's counters to stderr at exit, as `rdma statistic` does", &c.Counters),
@@ -182,6 +184,8 @@ func (c *Config) check(set map[string]bool, connType string) error {
 		return errors.New("Only 15 Service levels")
 	case !strings.EqualFold(connType, "RC"):
 		return fmt.Errorf("connection type %s: goverbs runs the perftest tools over RC only", connType)
+	case c.Events && t.Verb == Write:
+		return errors.New("Events feature not available on WRITE verb")
 	case isSet("q", "qp") && t.Lat:
 		return errors.New("Multiple QPs only available on bw tests")
 	case c.QPs < 1 || c.QPs > maxQPs:

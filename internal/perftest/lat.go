@@ -169,7 +169,7 @@ func (r *runner) postWait(d *durationRun, wr *verbs.SendWR, wcs []verbs.WC, scnt
 // waitSend waits for the completion of the one signalled send in flight;
 // over reports that a -D run ended first.
 func (r *runner) waitSend(d *durationRun, wcs []verbs.WC, scnt int) (over bool, err error) {
-	_, err = r.s.scq.Wait(d.context(), wcs)
+	_, err = r.s.wait(d.context(), r.s.scq, wcs)
 	if d.over() {
 		return true, nil
 	}
@@ -264,7 +264,7 @@ func (r *runner) latSend(size int) (latResult, error) {
 	scnt, rcnt := 0, 0
 	for duration || scnt < n || rcnt < n {
 		if (duration || rcnt < n) && (scnt > 0 || !client) {
-			_, err := s.rcq.Wait(d.context(), wcs)
+			_, err := s.wait(d.context(), s.rcq, wcs)
 			if d.over() {
 				break
 			}

@@ -64,7 +64,7 @@ func openSession(cfg *Config, c net.Conn, cycleBuffer int) (*session, error) {
 	// M msg/s (median of 6, polling ahead in all 6), 4 KiB 0.28 → 0.39
 	// M msg/s (of 5, ahead in all 5); 64 KiB still lost (3 of 4).
 	busyPoll := time.Duration(verbs.BusyPollOff)
-	if cfg.Test.Lat || cfg.Size <= pollBWMaxSize {
+	if !cfg.Events && (cfg.Test.Lat || cfg.Size <= pollBWMaxSize) { // -e: no spinning anywhere
 		busyPoll = oob.BusyPoll
 	}
 	dev, err := oob.OpenDevice(cfg.IBDev, addr, busyPoll)
@@ -125,10 +125,10 @@ func (s *session) alloc(cycleBuffer int) error {
 		return fmt.Errorf("Couldn't allocate MR: %w", err)
 	}
 	// Each CQ has room for every QP's queue, so it cannot overflow.
-	if s.scq, err = s.dev.CreateCQ(cfg.QPs * cfg.TxDepth); err != nil {
+	if s.scq, err = s.createCQ(cfg.QPs * cfg.TxDepth); err != nil {
 		return fmt.Errorf("Couldn't create CQ: %w", err)
 	}
-	if s.rcq, err = s.dev.CreateCQ(cfg.QPs * cfg.RxDepth); err != nil {
+	if s.rcq, err = s.createCQ(cfg.QPs * cfg.RxDepth); err != nil {
 		return fmt.Errorf("Couldn't create CQ: %w", err)
 	}
 	for range cfg.QPs {
@@ -206,6 +206,7 @@ func isMapped(g [16]byte) bool {
 
 func (s *session) close() {
 	oob.Release(s.dev, s.mr, s.qps...)
+	s.closeCQs()
 	if s.buf != nil {
 		s.buf.Close()
 	}

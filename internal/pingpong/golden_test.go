@@ -72,7 +72,7 @@ func shape(t *testing.T, name, out string) []string {
 // printed there on rxe (testdata/rxe): the same lines in the same order,
 // and the C tool's own lines reprinted byte for byte by our formatters.
 func TestOutputMatchesRcPingpong(t *testing.T) {
-	srv, cli := runPair(t, 4096, 200)
+	srv, cli := runPair(t, 4096, 200, false)
 	for role, out := range map[string]string{"server": srv, "client": cli} {
 		name := "ibv_rc_pingpong." + role + ".txt"
 		want, err := os.ReadFile("testdata/rxe/" + name)

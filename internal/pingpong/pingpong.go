@@ -32,6 +32,10 @@ type session struct {
 	qp    *verbs.QP
 	mr    *verbs.MR
 	routs int // receives outstanding
+	// With -e: the completion channel of cq and the events taken from
+	// it, acknowledged at the end.
+	ch     *verbs.CompChannel
+	events int
 }
 
 // Run performs one ping-pong run. Progress lines go to stdout as the C tool
@@ -96,7 +100,15 @@ func open(cfg Config, c net.Conn) (*session, error) {
 	if s.mr, err = s.pd.RegMR(buf, verbs.AccessLocalWrite); err != nil {
 		return nil, s.fail("Couldn't register MR", err)
 	}
-	if s.cq, err = dev.CreateCQ(cfg.RxDepth + 1); err != nil {
+	if cfg.Events {
+		if s.ch, err = dev.CreateCompChannel(); err != nil {
+			return nil, s.fail("Couldn't create completion channel", err)
+		}
+		s.cq, err = dev.CreateCQWithChannel(cfg.RxDepth+1, s.ch)
+	} else {
+		s.cq, err = dev.CreateCQ(cfg.RxDepth + 1)
+	}
+	if err != nil {
 		return nil, s.fail("Couldn't create CQ", err)
 	}
 	s.qp, err = s.pd.CreateQP(&verbs.QPInitAttr{Type: verbs.QPTypeRC, SendCQ: s.cq, RecvCQ: s.cq,
@@ -111,6 +123,13 @@ func open(cfg Config, c net.Conn) (*session, error) {
 	if s.routs = s.postRecv(cfg.RxDepth); s.routs < cfg.RxDepth {
 		return nil, s.fail(fmt.Sprintf("Couldn't post receive (%d)", s.routs), nil)
 	}
+	// Armed before the exchange, as rc_pingpong does: the peer may send
+	// as soon as the QPs are connected.
+	if cfg.Events {
+		if err := s.cq.ReqNotify(false); err != nil {
+			return nil, s.fail("Couldn't request CQ notification", err)
+		}
+	}
 	return s, nil
 }
 
@@ -122,7 +141,13 @@ func (s *session) fail(msg string, err error) error {
 	return errors.New(msg)
 }
 
-func (s *session) close() { oob.Release(s.dev, s.mr, s.qp) }
+func (s *session) close() {
+	oob.Release(s.dev, s.mr, s.qp)
+	if s.ch != nil {
+		s.cq.Close()
+		s.ch.Close()
+	}
+}
 
 func printDest(w io.Writer, label string, d *dest) {
 	fmt.Fprintf(w, "%s LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", label, d.lid, d.qpn, d.psn, d.gid)
@@ -204,17 +229,29 @@ func connectRC(qp *verbs.QP, cfg *Config, my, rem *dest) error {
 	return nil
 }
 
-// poll returns at least one completion: with -e it sleeps on the CQ
-// between polls, otherwise it spins briefly first (verbs.CQ.Wait).
+// poll returns at least one completion. With -e it does as rc_pingpong:
+// it sleeps on the completion channel, arms the CQ again and polls, until
+// a poll finds completions (open armed the CQ);
+// otherwise it spins briefly first (verbs.CQ.Wait).
 func (s *session) poll(wcs []verbs.WC) (int, error) {
 	if !s.cfg.Events {
 		return s.cq.Wait(context.Background(), wcs)
 	}
 	for {
+		cq, err := s.ch.GetCQEvent(context.Background())
+		if err != nil {
+			return 0, fmt.Errorf("Failed to get cq_event: %w", err)
+		}
+		s.events++
+		if cq != s.cq {
+			return 0, errors.New("CQ event for unknown CQ")
+		}
+		if err := s.cq.ReqNotify(false); err != nil {
+			return 0, fmt.Errorf("Couldn't request CQ notification: %w", err)
+		}
 		if n, err := s.cq.Poll(wcs); n > 0 || err != nil {
 			return n, err
 		}
-		<-s.cq.Notify()
 	}
 }
 
@@ -289,6 +326,7 @@ func (s *session) pingpong(stdout io.Writer) error {
 		}
 	}
 	printResult(stdout, int64(cfg.Size)*int64(cfg.Iters)*2, cfg.Iters, time.Since(start).Microseconds())
+	s.cq.AckEvents(s.events)
 	if !client && cfg.Check {
 		for i := 0; i < cfg.Size; i += page {
 			if s.mr.Bytes()[i] != 0 {

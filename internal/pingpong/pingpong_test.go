@@ -76,10 +76,11 @@ var (
 
 // runPair runs both roles in one process over loopback: the server's
 // device takes 127.0.0.2, where the client connects, the client's
-// 127.0.0.1, both on UDP 4791. It returns what each printed.
-func runPair(t *testing.T, size, iters int) (srv, cli string) {
+// 127.0.0.1, both on UDP 4791. With events both sleep on their
+// completion channels (-e). It returns what each printed.
+func runPair(t *testing.T, size, iters int, events bool) (srv, cli string) {
 	t.Helper()
-	return runPairWith(t, Config{IBPort: 1, Size: size, MTU: 1024, RxDepth: 16, Iters: iters, GIDIdx: 0, Check: true}, Run)
+	return runPairWith(t, Config{IBPort: 1, Size: size, MTU: 1024, RxDepth: 16, Iters: iters, GIDIdx: 0, Check: true, Events: events}, Run)
 }
 
 // runPairWith is runPair for the tool run with base's options.
@@ -117,7 +118,13 @@ func runPairWith(t *testing.T, base Config, Run func(Config, io.Writer) error) (
 }
 
 func TestServerClient(t *testing.T) {
-	srv, cli := runPair(t, 5000, 200)
+	for _, events := range []bool{false, true} {
+		t.Run(fmt.Sprintf("events=%v", events), func(t *testing.T) { testServerClient(t, events) })
+	}
+}
+
+func testServerClient(t *testing.T, events bool) {
+	srv, cli := runPair(t, 5000, 200, events)
 	check := func(name, out, localIP, remoteIP string) {
 		lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 		if len(lines) != 4 {

@@ -52,6 +52,9 @@ type Options struct {
 	// BusyPoll is passed to both devices of a UDP pair
 	// (verbs.DeviceConfig.BusyPoll); zero adapts.
 	BusyPoll time.Duration
+	// CompChannel gives each side a completion channel (Side.Chan) on
+	// which both its CQs are created.
+	CompChannel bool
 }
 
 // Side is one end of a Pair.
@@ -61,6 +64,9 @@ type Side struct {
 	SendCQ *verbs.CQ
 	RecvCQ *verbs.CQ
 	QP     *verbs.QP
+	// Chan is the completion channel of both CQs with
+	// Options.CompChannel, else nil.
+	Chan *verbs.CompChannel
 }
 
 // Pair is two connected RC QPs on two devices.
@@ -127,22 +133,37 @@ func newSide(tb testing.TB, cfg verbs.DeviceConfig, o *Options) *Side {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return (&Side{Dev: d, PD: pd}).another(tb, o)
+	s := &Side{Dev: d, PD: pd}
+	if o.CompChannel {
+		if s.Chan, err = d.CreateCompChannel(); err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { // its events end once the device is closed
+			d.Close()
+			for range s.Chan.Events() {
+			}
+		})
+	}
+	return s.another(tb, o)
 }
 
 // another returns a side on the same device and PD with new CQs and QP.
 func (s0 *Side) another(tb testing.TB, o *Options) *Side {
 	tb.Helper()
-	s := &Side{Dev: s0.Dev, PD: s0.PD}
+	s := &Side{Dev: s0.Dev, PD: s0.PD, Chan: s0.Chan}
 	var err error
 	n := o.CQSize
 	if n == 0 {
 		n = 256
 	}
-	if s.SendCQ, err = s.Dev.CreateCQ(n); err != nil {
+	create := s.Dev.CreateCQ
+	if s.Chan != nil {
+		create = func(n int) (*verbs.CQ, error) { return s.Dev.CreateCQWithChannel(n, s.Chan) }
+	}
+	if s.SendCQ, err = create(n); err != nil {
 		tb.Fatal(err)
 	}
-	if s.RecvCQ, err = s.Dev.CreateCQ(n); err != nil {
+	if s.RecvCQ, err = create(n); err != nil {
 		tb.Fatal(err)
 	}
 	c := o.Cap
