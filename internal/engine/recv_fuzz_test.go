@@ -121,7 +121,21 @@ func (r *fuzzRig) send(tb testing.TB, b conn.Bind, p []byte) {
 	if _, err := b.Send([]conn.Message{{Buf: p, Addr: netip.AddrPortFrom(r.env.Dst, 4791)}}); err != nil {
 		tb.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); seen() == before; {
+	// A packet is counted before it is queued for its QP; a sentinel for
+	// an unknown QP sent after it is counted after that, so once the
+	// sentinel's drop shows, the QP's inbound ring empty and its task idle
+	// mean p's turn is over.
+	unknown := func() uint64 { return r.dev.Counters().Get(DropUnknownQP) }
+	dropped := unknown()
+	sentinel := make(wire.Packet, wire.BTHSize+wire.ICRCSize)
+	sentinel.BTH().SetOpcode(wire.RCSendOnly)
+	sentinel.BTH().SetPKey(0xffff)
+	sentinel.BTH().SetDestQP(r.qp.qpn ^ 0x800000)
+	sentinel.SealICRC(&r.env)
+	if _, err := b.Send([]conn.Message{{Buf: sentinel, Addr: netip.AddrPortFrom(r.env.Dst, 4791)}}); err != nil {
+		tb.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); seen() < before+2 || unknown() == dropped || r.qp.inbound.Len() != 0 || r.qp.task.state.Load() != taskIdle; {
 		if time.Now().After(deadline) {
 			tb.Fatal("device did not handle the packet")
 		}
