@@ -98,8 +98,11 @@ func TestCongestionControlMarks(t *testing.T) {
 		net.SetImpairments(marked)
 		stream(time.Millisecond) // the cuts take effect
 		during := stream(3 * time.Millisecond)
-		ca, cb := a.Dev.Counters(), b.Dev.Counters()
 		net.SetImpairments(clean)
+		// The counters are read once every marked packet and the CNP it
+		// drew have arrived: a 50 µs hop each, so 200 µs of quiet.
+		time.Sleep(200 * time.Microsecond)
+		ca, cb := a.Dev.Counters(), b.Dev.Counters()
 		stream(15 * time.Millisecond)
 		after := stream(5 * time.Millisecond)
 		t.Logf("WRITE stream: %.0f MB/s unmarked, %.1f MB/s marked, %.0f MB/s after; CNPs: %d sent, %d handled; %d packets marked",
