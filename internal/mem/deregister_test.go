@@ -15,7 +15,7 @@ import (
 // Deregister must refuse new accesses at once but return only after an
 // access in progress has released its Ref.
 func TestDeregisterWaitsForRef(t *testing.T) {
-	tbl := NewTable(1)
+	tbl := NewTable(1, 0)
 	r := mustRegister(t, tbl, pdA, make([]byte, 64), ib.AccessLocalWrite|ib.AccessRemoteWrite)
 	key, addr := r.Key(), r.Addr()
 
@@ -86,7 +86,7 @@ func TestConcurrentAcquireDeregister(t *testing.T) {
 		iters   = 20000
 		poison  = 0xdeadbeef
 	)
-	tbl := NewTable(slots)
+	tbl := NewTable(slots, 0)
 	// issued[i]: key<<32 | serial of the latest region at index i.
 	var issued [slots + 1]atomic.Uint64
 	var wg sync.WaitGroup
