@@ -458,6 +458,16 @@ func TestMWPostErrors(t *testing.T) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
 	}
+	closed, err := f.p.B.PD.AllocMW(verbs.MWType2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	wr := f.bindWR(0, 8, verbs.AccessRemoteRead)
+	wr.BindMW.MW = closed
+	if err := f.p.B.QP.PostSend(wr); !errors.Is(err, verbs.ErrClosed) {
+		t.Errorf("BIND_MW of a closed window = %v, want ErrClosed", err)
+	}
 	// A refused BindMW leaves the type 1 window's rkey as it was.
 	k := t1.RKey()
 	if err := f.p.A.QP.Close(); err != nil {

@@ -50,10 +50,10 @@ type Window struct {
 	// changes when it executes.
 	posted atomic.Uint32
 
-	mu     sync.Mutex // serializes Bind, Invalidate and Free; taken before Table.mu
-	key    Key        // guarded by mu: the key executed binds gave the window
-	parent *Region    // guarded by mu: the region it is bound to; nil while unbound
-	freed  bool       // guarded by mu
+	mu     sync.Mutex  // serializes Bind, Invalidate and Free; taken before Table.mu
+	key    Key         // guarded by mu: the key executed binds gave the window
+	parent *Region     // guarded by mu: the region it is bound to; nil while unbound
+	freed  atomic.Bool // written under mu
 
 	entry Region
 }
@@ -93,6 +93,9 @@ func (t *Table) AllocWindow(pd uint32, typ ib.MWType) (*Window, error) {
 
 // Type returns the window's type.
 func (w *Window) Type() ib.MWType { return w.typ }
+
+// Freed reports whether the window was deallocated.
+func (w *Window) Freed() bool { return w.freed.Load() }
 
 // PD returns the protection domain the window was allocated in.
 func (w *Window) PD() uint32 { return w.pd }
@@ -136,7 +139,7 @@ func (w *Window) Bind(b *Binding) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
-	case w.freed:
+	case w.freed.Load():
 		return ErrWindowFreed
 	case w.pd != b.PD:
 		return ErrWindowPD
@@ -250,12 +253,12 @@ func (t *Table) Invalidate(key Key, pd, qp uint32) error {
 // fail. Freeing it twice returns ErrWindowFreed.
 func (w *Window) Free() error {
 	w.mu.Lock()
-	if w.freed {
+	if w.freed.Load() {
 		w.mu.Unlock()
 		return ErrWindowFreed
 	}
 	w.unbind()
-	w.freed = true
+	w.freed.Store(true)
 	w.mu.Unlock()
 	w.t.mu.Lock()
 	w.t.windows.free = append(w.t.windows.free, w.index)
