@@ -396,18 +396,9 @@ func TestInvalidateWaitsForRef(t *testing.T) {
 	}
 	done := make(chan error)
 	go func() { done <- g.tbl.Invalidate(k, pdA, 0) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		r, f := g.tbl.AcquireRemote(k, pdA, qpA, g.r.Addr(), 1, ib.AccessRemoteWrite)
-		if f == FaultBadKey {
-			break
-		}
-		r.Release()
-		if time.Now().After(deadline) {
-			t.Fatal("key still valid while Invalidate runs")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitKeyDies(t, "Invalidate", func() (Ref, Fault) {
+		return g.tbl.AcquireRemote(k, pdA, qpA, g.r.Addr(), 1, ib.AccessRemoteWrite)
+	})
 	select {
 	case err := <-done:
 		t.Fatalf("Invalidate returned (%v) while a Ref was held", err)
