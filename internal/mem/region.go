@@ -16,7 +16,7 @@ import (
 type Region struct {
 	key    Key
 	pd     uint32
-	qp     uint32 // 0 for a registered region; a window's: the QP it is bound to, or anyQP
+	qp     uint32 // a window's entry's: the QP it is bound to, or anyQP; 0 for a registered region
 	access ib.AccessFlags
 	addr   uint64  // AddrOf(buf): the real virtual address, as on hardware
 	buf    []byte  // also keeps heap memory alive while registered

@@ -170,30 +170,55 @@ func (t *Table) AcquireRemote(key Key, pd, qp uint32, va, length uint64, need ib
 	if r == nil {
 		return Ref{}, FaultBadKey
 	}
-	// A registered region never changes: it is checked before it is
-	// counted, so a refused access writes nothing shared. A window's entry
-	// is rewritten by each bind and is stable only once counted and seen
-	// in its slot again (window.go), so it is counted first.
-	counted := r.win != nil
-	if counted && !hold(slot, r) {
+	if r.win == nil {
+		// A registered region never changes: it is checked before it is
+		// counted, so a refused access writes nothing shared.
+		switch {
+		case r.key != key:
+			return Ref{}, FaultBadKey
+		case r.pd != pd:
+			return Ref{}, FaultPD
+		case need&^r.access != 0:
+			return Ref{}, FaultAccess
+		}
+		off, ok := r.offset(va, length)
+		if !ok {
+			return Ref{}, FaultBounds
+		}
+		if !hold(slot, r) {
+			return Ref{}, FaultBadKey
+		}
+		end := off + length
+		return Ref{r: r, b: r.buf[off:end:end]}, FaultNone
+	}
+	// A window's entry is rewritten by each bind (window.go) and is stable
+	// only once counted and seen in its slot again: it is counted first,
+	// then checked as a region is, and for its QP. Both paths are written
+	// out in this one function, which stays a leaf: a call would cost the
+	// data path a stack frame per packet.
+	if qp == 0 {
+		return Ref{}, FaultQP // a window's key is no L_Key
+	}
+	if !hold(slot, r) {
 		return Ref{}, FaultBadKey
 	}
+	f := FaultNone
+	off, ok := r.offset(va, length)
 	switch {
 	case r.key != key:
-		return r.refuse(counted, FaultBadKey)
+		f = FaultBadKey
 	case r.pd != pd:
-		return r.refuse(counted, FaultPD)
-	case r.qp != 0 && (qp == 0 || r.qp != qp && r.qp != anyQP):
-		return r.refuse(counted, FaultQP)
+		f = FaultPD
+	case r.qp != qp && r.qp != anyQP:
+		f = FaultQP // type 2: reached only through the QP that bound it
 	case need&^r.access != 0:
-		return r.refuse(counted, FaultAccess)
+		f = FaultAccess
+	case !ok:
+		f = FaultBounds
 	}
-	off, ok := r.offset(va, length)
-	if !ok {
-		return r.refuse(counted, FaultBounds)
-	}
-	if !counted && !hold(slot, r) {
-		return Ref{}, FaultBadKey
+	if f != FaultNone {
+		r.refs.Add(-1)
+		return Ref{}, f
 	}
 	end := off + length
 	return Ref{r: r, b: r.buf[off:end:end]}, FaultNone
@@ -211,12 +236,4 @@ func hold(slot *atomic.Pointer[Region], r *Region) bool {
 		return false
 	}
 	return true
-}
-
-// refuse ends a refused access, uncounting it if it was counted.
-func (r *Region) refuse(counted bool, f Fault) (Ref, Fault) {
-	if counted {
-		r.refs.Add(-1)
-	}
-	return Ref{}, f
 }
