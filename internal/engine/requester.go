@@ -212,6 +212,44 @@ func (qp *QP) ackWanted() bool {
 	return qp.req.clean < cleanPath || qp.req.cur+1 == qp.sq.Tail() || qp.req.win.fills(qp.req.psn, qp.comp.psn)
 }
 
+// gatherMin is the payload from which a packet's payload is sent from its
+// memory region instead of copied into the packet buffer: the link then
+// gathers it as an iovec of its own, which for a few bytes costs more than
+// the copy it saves.
+const gatherMin = 512
+
+// queuePayload seals p, whose headers are filled, with the n payload bytes
+// of w from w.sent, and queues it: from the WQE's inline copy; from the
+// memory region itself, without a copy, when they lie in one SGE and are
+// at least gatherMin (doc/design.md §2, "Transmit"); otherwise copied out
+// of the SGEs. It reports false, queueing nothing, on a local protection
+// fault.
+func (qp *QP) queuePayload(w *sendWQE, p wire.Packet, n uint32) bool {
+	crc := p.StartICRC(&qp.env)
+	switch {
+	case w.flags&ib.SendInline != 0:
+		crc.Copy(p.Payload(), w.inline[w.sent:w.sent+n])
+	case n >= gatherMin:
+		if ref, f, one := qp.sgeSpan(w.sge, w.sent, n); one {
+			if f != mem.FaultNone {
+				return false
+			}
+			crc.Write(ref.Bytes())
+			p.SealICRCState(crc)
+			qp.xmit.queueGathered(qp, p, ref)
+			return true
+		}
+		fallthrough
+	default:
+		if qp.gatherSGEs(w.sge, w.sent, p.Payload(), &crc) != mem.FaultNone {
+			return false
+		}
+	}
+	p.SealICRCState(crc)
+	qp.xmit.queueSealed(qp, p)
+	return true
+}
+
 // sendSegment sends the next packet of a SEND or RDMA WRITE message, whose
 // opcode follows from the message position (doc/protocol.md §5.2).
 func (qp *QP) sendSegment(w *sendWQE, f *wire.BTHFields) bool {
@@ -230,16 +268,11 @@ func (qp *QP) sendSegment(w *sendWQE, f *wire.BTHFields) bool {
 	if h := p.ImmDt(); h != nil {
 		h.SetImm(w.imm)
 	}
-	crc := p.StartICRC(&qp.env)
-	if w.flags&ib.SendInline != 0 {
-		crc.Copy(p.Payload(), w.inline[w.sent:w.sent+n])
-	} else if fault := qp.gatherSGEs(w.sge, w.sent, p.Payload(), &crc); fault != mem.FaultNone {
+	if !qp.queuePayload(w, p, n) {
 		qp.xmit.abort()
 		w.state, w.status = wqeFailed, compErrors[compLocalProt].status
 		return false
 	}
-	p.SealICRCState(crc)
-	qp.xmit.queueSealed(qp, p)
 	qp.req.psn = qp.req.psn.Next()
 	w.sent += n
 	if w.sent == w.length {
