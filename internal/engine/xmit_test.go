@@ -166,10 +166,27 @@ func TestGatheredPayloadLeavesFromRegion(t *testing.T) {
 				off := int(s.Addr - mem.AddrOf(r.region))
 				want = append(want, r.region[off:off+int(s.Length)]...)
 			}
-			if g.fromMR != c.fromMR || !bytes.Equal(g.p.Payload(), want) || g.p.CheckICRC(&r.qp.env) != nil {
-				t.Errorf("%s: payload from the region %v (%d bytes in Body), bytes right %v, ICRC %v; want from the region %v",
-					c.name, g.fromMR, g.bodySize, bytes.Equal(g.p.Payload(), want), g.p.CheckICRC(&r.qp.env), c.fromMR)
-			}
+			checkGathered(t, c.name, g, want, c.fromMR, &r.qp.env)
 		}
+		// A READ response streams from the region the same way.
+		gb.mu.Lock()
+		gb.sent = nil
+		gb.mu.Unlock()
+		r.inject(t, &pkt{op: wire.RCReadRequest, psn: 0, ack: true, fill: rethAt(regionKey, 20, 900)})
+		synctest.Wait()
+		gb.mu.Lock()
+		defer gb.mu.Unlock()
+		if len(gb.sent) != 1 || gb.sent[0].p.Opcode() != wire.RCReadResponseOnly {
+			t.Fatalf("after a READ request of 900 bytes the QP sent %d datagrams, want one READ RESPONSE ONLY", len(gb.sent))
+		}
+		checkGathered(t, "READ response, 900 bytes", gb.sent[0], r.region[20:920], true, &r.qp.env)
 	})
+}
+
+func checkGathered(t *testing.T, name string, g gathered, want []byte, fromMR bool, env *wire.Envelope) {
+	t.Helper()
+	if g.fromMR != fromMR || !bytes.Equal(g.p.Payload(), want) || g.p.CheckICRC(env) != nil {
+		t.Errorf("%s: payload from the region %v (%d bytes in Body), bytes right %v, ICRC %v; want from the region %v",
+			name, g.fromMR, g.bodySize, bytes.Equal(g.p.Payload(), want), g.p.CheckICRC(env), fromMR)
+	}
 }
