@@ -99,6 +99,15 @@ func (qp *QP) execLocal(w *sendWQE) {
 	w.state = wqeSent
 }
 
+// lastToSend reports whether no WQE behind the one being sent puts a
+// packet on the wire soon: the send queue ends there, or a BIND_MW or
+// LOCAL_INV comes next, which sends nothing and completes only after it
+// (ackWanted asks for an ACK then).
+func (qp *QP) lastToSend() bool {
+	next := qp.req.cur + 1
+	return next == qp.sq.Tail() || qp.sq.At(next).isLocal()
+}
+
 // completeLocal completes the executed BIND_MW and LOCAL_INV WQEs at the
 // head of the send queue: no response will.
 func (qp *QP) completeLocal() {

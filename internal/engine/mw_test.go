@@ -351,3 +351,38 @@ func TestPostMWErrors(t *testing.T) {
 		t.Errorf("a refused post queued something")
 	}
 }
+
+// TestAckRequestBeforeLocalOp: on a clean path the requester asks for an
+// ACK only where no packet follows soon; a BIND_MW or LOCAL_INV next sends
+// none, so the message before it asks, or it and the operation would wait
+// for the retransmission timer.
+func TestAckRequestBeforeLocalOp(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		next func(m *mwState) func(*pktRig) *SendWR
+		want bool
+	}{
+		{"a SEND next", func(*mwState) func(*pktRig) *SendWR { return sends(1) }, false},
+		{"a BIND_MW next", func(m *mwState) func(*pktRig) *SendWR { return m.bind(0, 32, ib.AccessRemoteRead, 1) }, true},
+		{"a LOCAL_INV next", func(m *mwState) func(*pktRig) *SendWR { return localInv(func() mem.Key { return m.key(1) }) }, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newPktRig(t)
+				m := &mwState{}
+				m.init(t, r)
+				r.qp.mu.Lock()
+				r.qp.req.clean = cleanPath
+				r.qp.mu.Unlock()
+				wr := sends(1)(r)
+				wr.Next = c.next(m)(r)
+				if _, err := r.qp.PostSend(wr); err != nil {
+					t.Fatal(err)
+				}
+				if got := r.sent(); len(got) == 0 || got[0].BTH().AckRequest() != c.want {
+					t.Errorf("the SEND's packet: %v, want AckReq %v", got, c.want)
+				}
+			})
+		})
+	}
+}

@@ -25,6 +25,7 @@ type fuzzRig struct {
 	mem    []byte        // guard bytes around region
 	key    mem.Key
 	cq     *CQ
+	mtu    ib.MTU // the path MTU connect sets: the device's active MTU
 }
 
 const fuzzPeerQPN = 0x99
@@ -57,7 +58,7 @@ func newFuzzRig(tb testing.TB, tweaks ...rigTweak) *fuzzRig {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r := &fuzzRig{dev: d, qp: qp, peer: b, cq: cq, net: net, mem: make([]byte, 3*1024)}
+	r := &fuzzRig{dev: d, qp: qp, peer: b, cq: cq, net: net, mem: make([]byte, 3*1024), mtu: cfg.ActiveMTU}
 	r.region = r.mem[1024:2048]
 	reg, err := d.MRs().Register(1, r.region, ib.AccessLocalWrite|ib.AccessRemoteWrite|ib.AccessRemoteRead|ib.AccessRemoteAtomic)
 	if err != nil {
@@ -80,7 +81,7 @@ func (r *fuzzRig) connect(tb testing.TB) {
 		{QPAttr{State: ib.QPStateReset}, ib.QPAttrState},
 		{QPAttr{State: ib.QPStateInit, PortNum: 1, AccessFlags: ib.AccessLocalWrite | ib.AccessRemoteWrite | ib.AccessRemoteRead | ib.AccessRemoteAtomic},
 			ib.QPAttrState | ib.QPAttrPKeyIndex | ib.QPAttrPort | ib.QPAttrAccessFlags},
-		{QPAttr{State: ib.QPStateRTR, PathMTU: ib.MTU256, DestQPN: fuzzPeerQPN, MaxDestRdAtomic: 4, MinRNRTimer: 1,
+		{QPAttr{State: ib.QPStateRTR, PathMTU: r.mtu, DestQPN: fuzzPeerQPN, MaxDestRdAtomic: 4, MinRNRTimer: 1,
 			AH: AHAttr{IsGlobal: true, DGID: ib.GIDFromAddr(r.env.Src)}},
 			ib.QPAttrState | ib.QPAttrAV | ib.QPAttrPathMTU | ib.QPAttrDestQPN | ib.QPAttrRQPSN | ib.QPAttrMaxDestRdAtomic | ib.QPAttrMinRNRTimer},
 		{QPAttr{State: ib.QPStateRTS, Timeout: 1, RetryCnt: 1, RNRRetry: 1, MaxRdAtomic: 4},

@@ -9,9 +9,13 @@ import (
 )
 
 const (
-	// ackEvery asks for an ACK inside long messages after this many
-	// packets without one (rxe: RXE_MAX_PKT_PER_ACK), so the window moves.
+	// ackEvery asks for an ACK after this many packets without one
+	// (rxe: RXE_MAX_PKT_PER_ACK), so the window moves.
 	ackEvery = 64
+	// cleanPath is how many packets must have gone without a go-back-N
+	// before the requester stops asking for an ACK at the end of every
+	// message (ackWanted).
+	cleanPath = 4096
 	// defaultPKey is the only partition key: full member of the default
 	// partition.
 	defaultPKey = 0xffff
@@ -26,6 +30,7 @@ type requester struct {
 	cur             uint32   // send-queue index of the WQE being sent
 	rdAtomicStarted uint32   // READ/atomic WQEs started; less comp.rdAtomicDone, those in flight
 	noAck           int      // packets sent since the last one with AckReq
+	clean           int      // packets sent since the last go-back-N, up to cleanPath
 	resends         uint32   // go-back-N requests of the completer acted on (comp.resends)
 	win             window   // PSNs that may be in flight without an acknowledgement
 }
@@ -87,6 +92,7 @@ func (qp *QP) catchUp() {
 	if qp.resendPending() {
 		qp.req.win.loss(qp.comp.psn, qp.req.maxPSN)
 		qp.req.resends = qp.comp.resends
+		qp.req.clean = 0
 		qp.rewind()
 	}
 }
@@ -192,7 +198,63 @@ func (qp *QP) sendNext(w *sendWQE, now time.Time) {
 	} else {
 		qp.req.noAck++
 	}
+	qp.req.clean = min(qp.req.clean+1, cleanPath)
 	qp.comp.startTimer(now, &qp.attr)
+}
+
+// ackWanted reports whether the last packet of the WQE being sent should
+// ask for an ACK. On a path that lost nothing in the last cleanPath
+// packets, only when no WQE is queued behind it, so that the sender's
+// completions do not wait, or when it fills the send window, which only
+// an ACK reopens: a stream of messages is then acknowledged every
+// ackEvery packets instead of after every message, and the responder
+// sends, and the requester takes, a fraction of the ACKs (ib_write_bw
+// 64 KiB over loopback: 0.69 ACKs per message, a seventh of the
+// responder's CPU in sending them, down to 0.25). Otherwise at the end of
+// every message, as rxe does: a responder tells of a gap when a packet
+// asks for an ACK (doc/protocol.md §6.3), so on a lossy path sparse
+// requests would delay every go-back-N (BenchmarkLossRecovery's netem
+// WRITE lost a fifth of its rate with them).
+func (qp *QP) ackWanted() bool {
+	return qp.req.clean < cleanPath || qp.lastToSend() || qp.req.win.fills(qp.req.psn, qp.comp.psn)
+}
+
+// gatherMin is the payload from which a packet's payload is sent from its
+// memory region instead of copied into the packet buffer: the link then
+// gathers it as an iovec of its own, which for a few bytes costs more than
+// the copy it saves.
+const gatherMin = 512
+
+// queuePayload seals p, whose headers are filled, with the n payload bytes
+// of w from w.sent, and queues it: from the WQE's inline copy; from the
+// memory region itself, without a copy, when they lie in one SGE and are
+// at least gatherMin (doc/design.md §2, "Transmit"); otherwise copied out
+// of the SGEs. It reports false, queueing nothing, on a local protection
+// fault.
+func (qp *QP) queuePayload(w *sendWQE, p wire.Packet, n uint32) bool {
+	crc := p.StartICRC(&qp.env)
+	switch {
+	case w.flags&ib.SendInline != 0:
+		crc.Copy(p.Payload(), w.inline[w.sent:w.sent+n])
+	case n >= gatherMin:
+		if ref, f, one := qp.sgeSpan(w.sge, w.sent, n); one {
+			if f != mem.FaultNone {
+				return false
+			}
+			crc.Write(ref.Bytes())
+			p.SealICRCState(crc)
+			qp.xmit.queueGathered(qp, p, ref)
+			return true
+		}
+		fallthrough
+	default:
+		if qp.gatherSGEs(w.sge, w.sent, p.Payload(), &crc) != mem.FaultNone {
+			return false
+		}
+	}
+	p.SealICRCState(crc)
+	qp.xmit.queueSealed(qp, p)
+	return true
 }
 
 // sendSegment sends the next packet of a SEND or RDMA WRITE message, whose
@@ -203,7 +265,7 @@ func (qp *QP) sendSegment(w *sendWQE, f *wire.BTHFields) bool {
 	n := min(resid, qp.mtu)
 	last := pos == posLast || pos == posOnly
 	f.Opcode = rcOpcodes[w.opcode][pos]
-	f.AckRequest = last || qp.req.noAck >= ackEvery
+	f.AckRequest = qp.req.noAck >= ackEvery || last && qp.ackWanted()
 	f.SolicitedEvent = last && w.flags&ib.SendSolicited != 0 && (w.isSend() || w.opcode == ib.WRRDMAWriteWithImm)
 	p := qp.xmit.start(qp, f, int(n))
 	if h := p.RETH(); h != nil {
@@ -215,16 +277,11 @@ func (qp *QP) sendSegment(w *sendWQE, f *wire.BTHFields) bool {
 	if h := p.IETH(); h != nil {
 		h.SetRKey(w.imm)
 	}
-	crc := p.StartICRC(&qp.env)
-	if w.flags&ib.SendInline != 0 {
-		crc.Copy(p.Payload(), w.inline[w.sent:w.sent+n])
-	} else if fault := qp.gatherSGEs(w.sge, w.sent, p.Payload(), &crc); fault != mem.FaultNone {
+	if !qp.queuePayload(w, p, n) {
 		qp.xmit.abort()
 		w.state, w.status = wqeFailed, compErrors[compLocalProt].status
 		return false
 	}
-	p.SealICRCState(crc)
-	qp.xmit.queueSealed(qp, p)
 	qp.req.psn = qp.req.psn.Next()
 	w.sent += n
 	if w.sent == w.length {
