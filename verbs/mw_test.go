@@ -636,3 +636,44 @@ func TestMWCycleAllocations(t *testing.T) {
 		t.Errorf("%v allocations per bind, WRITE and SEND WITH INVALIDATE, want 0", n)
 	}
 }
+
+// A READ through a window and a SEND WITH INVALIDATE of it, posted back to
+// back, reach the responder in one batch: the READ's response leaves from
+// the window's memory (the link gathers it), and the invalidation that
+// follows in the same turn must not wait for that access of its own QP.
+// And the same for a LOCAL_INV on the responder's side.
+func TestMWInvalidateAfterGatheredRead(t *testing.T) {
+	for _, local := range []bool{false, true} {
+		t.Run(fmt.Sprintf("local=%v", local), func(t *testing.T) {
+			f := newMWFixture(t, verbstest.Mem, verbs.MWType2)
+			rkey := f.bind(t, 0, 8192, verbs.AccessRemoteRead)
+			local8k := f.p.A.Buffer(t, 8192, 0)
+			postRecv(t, f.p.B.QP, &verbs.RecvWR{WRID: 0x77, SGList: []verbs.SGE{f.p.B.Buffer(t, 64, 0).SGE(0, 64)}})
+			read := &verbs.SendWR{WRID: 1, Opcode: verbs.WRRDMARead, Flags: verbs.SendSignaled,
+				SGList: []verbs.SGE{local8k.SGE(0, 8192)}, RemoteAddr: f.mr.Addr(), RKey: rkey}
+			if local {
+				post(t, f.p.A.QP, read)
+				// B invalidates while the READ's responses may still be in
+				// its transmit batch.
+				post(t, f.p.B.QP, &verbs.SendWR{WRID: 2, Opcode: verbs.WRLocalInv, Flags: verbs.SendSignaled, InvalidateRKey: rkey})
+				wantStatus(t, "LOCAL_INV", verbstest.MustPoll(t, f.p.B.SendCQ, 1)[0], verbs.WCSuccess)
+				wc := verbstest.MustPoll(t, f.p.A.SendCQ, 1)[0]
+				if wc.Status != verbs.WCSuccess && wc.Status != verbs.WCRemAccessErr {
+					t.Fatalf("READ: %+v", wc)
+				}
+				return
+			}
+			read.Next = &verbs.SendWR{WRID: 2, Opcode: verbs.WRSendWithInv, Flags: verbs.SendSignaled, InvalidateRKey: rkey}
+			post(t, f.p.A.QP, read)
+			wcs := verbstest.MustPoll(t, f.p.A.SendCQ, 2)
+			wantStatus(t, "READ", wcs[0], verbs.WCSuccess)
+			wantStatus(t, "SEND_WITH_INV", wcs[1], verbs.WCSuccess)
+			if !bytes.Equal(local8k.Bytes(), f.mr.Bytes()[:8192]) {
+				t.Error("the READ returned other bytes than the window's")
+			}
+			if wc := verbstest.MustPoll(t, f.p.B.RecvCQ, 1)[0]; wc.InvalidatedRKey() != rkey {
+				t.Errorf("receive %+v", wc)
+			}
+		})
+	}
+}

@@ -84,6 +84,10 @@ func (qp *QP) execLocal(w *sendWQE) {
 		return
 	}
 	w.lastPSN = qp.req.psn.Sub(1)
+	// An unbinding waits for the accesses through the window, and this
+	// turn's transmit batch may hold some (payloads the link gathers from
+	// memory, xmit.go): send them first, or the turn would wait for itself.
+	qp.xmit.flush(qp)
 	var err error
 	if w.opcode == ib.WRBindMW {
 		b := &w.bind.b

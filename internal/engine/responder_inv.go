@@ -16,6 +16,7 @@ func (qp *QP) invalidateIETH(p wire.Packet) respOutcome {
 	if h == nil {
 		return respDone
 	}
+	qp.xmit.flush(qp) // its READ responses may hold the window (see execLocal)
 	if qp.dev.mrs.Invalidate(mem.Key(h.RKey()), qp.pd, qp.qpn) != nil {
 		return errInvalidRequest
 	}
