@@ -65,7 +65,9 @@ const maxReadPSNs = 1<<22 - maxWindow
 func (qp *QP) checkSendWR(wr *SendWR) error {
 	switch wr.Opcode {
 	case ib.WRSend, ib.WRSendWithImm, ib.WRRDMAWrite, ib.WRRDMAWriteWithImm,
-		ib.WRRDMARead, ib.WRAtomicCmpAndSwp, ib.WRAtomicFetchAndAdd:
+		ib.WRRDMARead, ib.WRAtomicCmpAndSwp, ib.WRAtomicFetchAndAdd, ib.WRSendWithInv:
+	case ib.WRBindMW, ib.WRLocalInv:
+		return checkMWOp(wr) // mw.go
 	default:
 		return ErrBadOpcode
 	}
@@ -98,7 +100,7 @@ func (qp *QP) checkSendWR(wr *SendWR) error {
 	}
 	if wr.Flags&ib.SendInline != 0 {
 		switch wr.Opcode {
-		case ib.WRSend, ib.WRSendWithImm, ib.WRRDMAWrite, ib.WRRDMAWriteWithImm:
+		case ib.WRSend, ib.WRSendWithImm, ib.WRRDMAWrite, ib.WRRDMAWriteWithImm, ib.WRSendWithInv:
 		default:
 			return ErrInlineOpcode
 		}
@@ -122,6 +124,10 @@ func (qp *QP) fillSendWQE(w *sendWQE, wr *SendWR) error {
 		w.length += w.sge[i].Length
 	}
 	w.inline = w.inline[:0]
+	switch wr.Opcode {
+	case ib.WRSendWithInv, ib.WRLocalInv, ib.WRBindMW:
+		fillMWOp(w, wr) // mw.go
+	}
 	if wr.Flags&ib.SendInline == 0 {
 		return nil
 	}

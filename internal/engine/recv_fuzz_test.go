@@ -174,6 +174,7 @@ func fuzzSeeds(r *fuzzRig) [][]byte {
 	add(wire.RCFetchAdd, 5, 0, func(p wire.Packet) {
 		p.AtomicETH().Encode(&wire.AtomicETHFields{VA: va + 1016, RKey: uint32(r.key), SwapAdd: 1})
 	})
+	add(wire.RCSendOnlyWithInvalidate, 0, 8, func(p wire.Packet) { p.IETH().SetRKey(uint32(r.key)) })
 	add(wire.RCAcknowledge, 0, 0, func(p wire.Packet) { p.AETH().SetSyndrome(wire.NAKSyndrome(wire.NAKRemoteAccess)) })
 	add(wire.RCReadResponseOnly, 0, 8, func(p wire.Packet) { p.AETH().SetSyndrome(0x1f) })
 	add(wire.RCAtomicAcknowledge, 0, 0, nil)

@@ -61,10 +61,14 @@ func (qp *QP) request(now time.Time, budget int) (more bool) {
 				return false
 			}
 		}
-		if qp.req.win.full(qp.req.psn, qp.comp.psn) || !qp.ccAllows(now) {
-			return false
+		if w.isLocal() {
+			qp.execLocal(w) // no packet: no window or rate applies (mw.go)
+		} else {
+			if qp.req.win.full(qp.req.psn, qp.comp.psn) || !qp.ccAllows(now) {
+				return false
+			}
+			qp.sendNext(w, now)
 		}
-		qp.sendNext(w, now)
 		switch w.state {
 		case wqeFailed:
 			if qp.sq.Head() == qp.req.cur {
@@ -120,6 +124,9 @@ func (qp *QP) rewind() {
 		w := qp.sq.At(i)
 		if w.state == wqePosted || w.state == wqeFailed {
 			break
+		}
+		if w.isLocal() {
+			continue // executed once, never again
 		}
 		w.sent = 0
 		if i == qp.sq.Head() && !w.isReadAtomic() {
@@ -209,7 +216,7 @@ func (qp *QP) sendNext(w *sendWQE, now time.Time) {
 // requests would delay every go-back-N (BenchmarkLossRecovery's netem
 // WRITE lost a fifth of its rate with them).
 func (qp *QP) ackWanted() bool {
-	return qp.req.clean < cleanPath || qp.req.cur+1 == qp.sq.Tail() || qp.req.win.fills(qp.req.psn, qp.comp.psn)
+	return qp.req.clean < cleanPath || qp.lastToSend() || qp.req.win.fills(qp.req.psn, qp.comp.psn)
 }
 
 // gatherMin is the payload from which a packet's payload is sent from its
@@ -259,14 +266,16 @@ func (qp *QP) sendSegment(w *sendWQE, f *wire.BTHFields) bool {
 	last := pos == posLast || pos == posOnly
 	f.Opcode = rcOpcodes[w.opcode][pos]
 	f.AckRequest = qp.req.noAck >= ackEvery || last && qp.ackWanted()
-	f.SolicitedEvent = last && w.flags&ib.SendSolicited != 0 &&
-		(w.opcode == ib.WRSend || w.opcode == ib.WRSendWithImm || w.opcode == ib.WRRDMAWriteWithImm)
+	f.SolicitedEvent = last && w.flags&ib.SendSolicited != 0 && (w.isSend() || w.opcode == ib.WRRDMAWriteWithImm)
 	p := qp.xmit.start(qp, f, int(n))
 	if h := p.RETH(); h != nil {
 		h.Encode(&wire.RETHFields{VA: w.remoteAddr, RKey: uint32(w.rkey), DMALength: w.length})
 	}
 	if h := p.ImmDt(); h != nil {
 		h.SetImm(w.imm)
+	}
+	if h := p.IETH(); h != nil {
+		h.SetRKey(w.imm)
 	}
 	if !qp.queuePayload(w, p, n) {
 		qp.xmit.abort()
