@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/goverbs/goverbs/conn/memconn"
@@ -89,7 +90,10 @@ func TestConcurrentQPs(t *testing.T) {
 
 // TestLossyFabric runs the workload over a fabric that loses, duplicates,
 // reorders and delays packets: retransmission, duplicate detection and the
-// atomic replay cache must still deliver every byte exactly once.
+// atomic replay cache must still deliver every byte exactly once. It runs
+// in virtual time, so a loaded machine cannot stall a receiver past the
+// retransmission timeouts (in real time a run under -race, with the
+// machine's cores taken by other work, spent retry_cnt on a live peer).
 func TestLossyFabric(t *testing.T) {
 	for _, im := range []memconn.Impairments{
 		{Loss: 0.05, Seed: 1},
@@ -100,20 +104,17 @@ func TestLossyFabric(t *testing.T) {
 		{Loss: 0.05, Duplicate: 0.05, Reorder: 0.05, Corrupt: 0.02, Seed: 6},
 	} {
 		t.Run(fmt.Sprintf("%+v", im), func(t *testing.T) {
-			o := verbs.DefaultConnectOptions()
-			// 8.4 ms, so retry_cnt 7 outlasts ~67 ms without progress. With
-			// 1 ms a loaded -race run failed about one run in three: a
-			// trace showed the responder see nothing for 10 ms (not even
-			// the first sending of the packets) while eight timeouts
-			// resent them — a stalled receiver, not loss.
-			o.Timeout = 11
-			o.RetryCnt = 7
-			o.MinRNRTimer = 1
-			p := verbstest.New(t, verbstest.Options{Impairments: im, Connect: &o})
-			exercise(t, p, 20, 7)
-			c := p.A.Dev.Counters()
-			t.Logf("requester: %d sent, %d retransmission rounds, %d sequence NAKs; responder: %d duplicates",
-				c.Get(verbs.SentPkts), c.Get(verbs.CompleterRetryErr), c.Get(verbs.RcvdSeqErr), p.B.Dev.Counters().Get(verbs.DuplicateRequest))
+			synctest.Test(t, func(t *testing.T) {
+				o := verbs.DefaultConnectOptions()
+				o.Timeout = 11 // 8.4 ms, so retry_cnt 7 outlasts ~67 ms without progress
+				o.RetryCnt = 7
+				o.MinRNRTimer = 1
+				p := verbstest.New(t, verbstest.Options{Impairments: im, Connect: &o})
+				exercise(t, p, 20, 7)
+				c := p.A.Dev.Counters()
+				t.Logf("requester: %d sent, %d retransmission rounds, %d sequence NAKs; responder: %d duplicates",
+					c.Get(verbs.SentPkts), c.Get(verbs.CompleterRetryErr), c.Get(verbs.RcvdSeqErr), p.B.Dev.Counters().Get(verbs.DuplicateRequest))
+			})
 		})
 	}
 }
