@@ -23,20 +23,23 @@ var statLine = regexp.MustCompile(`(?m)^link goverbs\d+/1 sent_pkts (\d+) rcvd_p
 
 // TestStatsOption: every tool prints its device's counters to stderr at
 // exit with --stats, in `rdma statistic` form, with the packets it sent
-// and received; stdout stays the C tool's.
+// and received; stdout stays the C tool's. The devices take addresses of
+// their own on UDP 4791: the pingpong package's tests, which go test may
+// run at the same time, use 127.0.0.1 and 127.0.0.2 (a server here once
+// reported 0 packets sent, its peer's answered by theirs).
 func TestStatsOption(t *testing.T) {
 	for _, tool := range []string{"ibv_rc_pingpong", "ib_write_bw", "ib_read_lat", "ib_send_lat", "ib_atomic_bw"} {
 		port := freeTCPPort(t)
 		var srvOut, srvErr, cliErr bytes.Buffer
 		done := make(chan error, 1)
 		go func() {
-			done <- run([]string{tool, "--stats", "-p", port, "-n", "20", "--addr", "127.0.0.1"}, &srvOut, &srvErr)
+			done <- run([]string{tool, "--stats", "-p", port, "-n", "20", "--addr", "127.0.3.1"}, &srvOut, &srvErr)
 		}()
 		var err error
 		for range 200 { // the server may not listen yet
 			var out bytes.Buffer
 			cliErr.Reset()
-			if err = run([]string{tool, "--stats", "-p", port, "-n", "20", "--addr", "127.0.0.2", "127.0.0.1"}, &out, &cliErr); err == nil {
+			if err = run([]string{tool, "--stats", "-p", port, "-n", "20", "--addr", "127.0.3.2", "127.0.3.1"}, &out, &cliErr); err == nil {
 				break
 			}
 			if !bytes.Contains([]byte(err.Error()), []byte("connect")) {
