@@ -36,6 +36,10 @@ func printTestInfo(w io.Writer, cfg *Config, s testInfo) {
 	}
 	fmt.Fprintln(w, ResultLine)
 	fmt.Fprintf(w, "                    %sTest\n", title)
+	if cfg.Events {
+		// perftest names the completion vector its CQs use (-X; 0).
+		fmt.Fprintf(w, " Test with events. Using %s_comp0\n", s.dev)
+	}
 	fmt.Fprintf(w, " Dual-port       : OFF\t\tDevice         : %s\n", s.dev)
 	fmt.Fprintf(w, " Number of qps   : %d\t\tTransport type : IB\n", cfg.QPs)
 	fmt.Fprintf(w, " Connection type : RC\t\tUsing SRQ      : OFF\n")
