@@ -317,6 +317,7 @@ for dir in c-server go-server; do
 	run_case ib_read_bw "$dir" -e -s 4096 -n 500
 	run_case ib_send_bw "$dir" -e -s 65536 -n 200
 	run_case ib_read_lat "$dir" -e -s 2 -n 300
+	run_case ib_send_lat "$dir" -e -s 2 -n 300
 done
 
 echo
