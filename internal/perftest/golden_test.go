@@ -85,6 +85,8 @@ func shape(t *testing.T, name, out string, v Verb) []string {
 			i++
 		case strings.HasPrefix(l, " Dual-port       : OFF\t\tDevice         : "):
 			l = " Dual-port       : OFF\t\tDevice         : <device>"
+		case strings.HasPrefix(l, " Test with events. Using ") && strings.Contains(l, "_comp"):
+			l = " Test with events. Using <device>" + l[strings.LastIndex(l, "_comp"):]
 		case strings.HasPrefix(l, " GID index       : "):
 			l = " GID index       : <index>"
 		}
@@ -100,7 +102,8 @@ func shape(t *testing.T, name, out string, v Verb) []string {
 // of a lab run and compares the output with what perftest 4.5 printed
 // there on rxe (testdata/rxe): the same lines in the same order, and
 // perftest's own data lines reprinted byte for byte by our formatters.
-// The runs with -b are the files named TOOL.bidir.ROLE.txt.
+// The runs with -b are the files named TOOL.bidir.ROLE.txt, with -e
+// TOOL.events.ROLE.txt.
 func TestOutputMatchesPerftest(t *testing.T) {
 	for _, c := range []struct {
 		tool, variant string
@@ -118,6 +121,7 @@ func TestOutputMatchesPerftest(t *testing.T) {
 		{"ib_read_bw", "bidir", []string{"-b", "-s", "64", "-n", "500"}},
 		{"ib_send_bw", "bidir", []string{"-b", "-s", "64", "-n", "500"}},
 		{"ib_atomic_bw", "bidir", []string{"-b", "-n", "300"}},
+		{"ib_send_lat", "events", []string{"-e", "-s", "2", "-n", "300"}},
 	} {
 		srv, cli := runPair(t, c.tool, append(c.args, "-m", "1024")...)
 		for role, out := range map[string]string{"server": srv.out, "client": cli.out} {
