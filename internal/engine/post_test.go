@@ -102,10 +102,27 @@ func TestPostsBehindWorkCoalesce(t *testing.T) {
 // turn's requests, in the same Send, so that a GSO link can carry both as
 // one datagram (a run whose last segment is shorter).
 func TestACKFollowsRequests(t *testing.T) {
+	in := &pkt{op: wire.RCWriteOnly, psn: 0, ack: true, payload: letter(7), fill: rethAt(regionKey, 0, 8)}
+	checkACKOrder(t, in, []out{sendOnly(0, 0), ack(0, 1)})
+}
+
+// TestACKOfReceiveLeadsRequests: when a message of the turn completed a
+// receive, its ACK leaves ahead of the requests posted in the turn, still
+// in the same Send: the answer to a message never overtakes the message's
+// ACK (perftest's ib_send_lat -e hung on rxe when it did).
+func TestACKOfReceiveLeadsRequests(t *testing.T) {
+	in := &pkt{op: wire.RCSendOnly, psn: 0, ack: true, payload: letter(7)}
+	checkACKOrder(t, in, []out{ack(0, 1), sendOnly(0, 0)})
+}
+
+// checkACKOrder injects in while the QP's turn is held back, posts a SEND
+// as the turn is about to run, and checks what the turn sent, in one
+// Send.
+func checkACKOrder(t *testing.T, in *pkt, want []out) {
 	synctest.Test(t, func(t *testing.T) {
 		r, cb := countingRig(t, 4)
 		r.qp.mu.Lock()
-		r.inject(t, &pkt{op: wire.RCSendOnly, psn: 0, ack: true, payload: letter(7)})
+		r.inject(t, in)
 		// The receive loop takes the task and waits for the lock.
 		spinUntil(t, &r.qp.mu, func() bool { return r.qp.task.state.Load() != taskIdle },
 			"the receive loop never scheduled the QP")
@@ -113,7 +130,7 @@ func TestACKFollowsRequests(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.qp.mu.Unlock()
-		checkOut(t, r.sent(), []out{sendOnly(0, 0), ack(0, 1)})
+		checkOut(t, r.sent(), want)
 		if got := cb.calls(); len(got) != 1 || got[0] != 2 {
 			t.Errorf("Sends %v, want [2]: request and ACK together", got)
 		}

@@ -290,18 +290,29 @@ func (qp *QP) turn() (more bool) {
 		qp.checkTimers(now)
 		qp.congest(now)
 	}
+	if qp.resp.ackFirst {
+		// A message completed a receive, and what the poller posts in
+		// answer must not reach the peer before the ACK of that message:
+		// a responder in hardware or rxe acknowledges on arrival, before
+		// the completion can be seen, and peers count on it. perftest
+		// 4.5's ib_send_lat -e, woken by the answer while it waits for
+		// the ACK's completion, loses completion events and hangs
+		// (doc/tools.md §2.9; on rxe in the lab, one run in six).
+		qp.sendPendingACK()
+	}
 	if qp.State() != ib.QPStateErr && qp.request(now, turnBudget) {
 		more = true
 	}
 	qp.completeLocal() // mw.go
-	// The coalesced ACK goes after the requests (they are of another PSN
-	// space, so their order does not matter to either side): an ACK is
+	// Otherwise the coalesced ACK goes after the requests: an ACK is
 	// shorter than a request, and a GSO run may end with one shorter
 	// segment, so the answer and the ACK to the peer leave as one
 	// datagram, which the loopback stack carries once and the peer's GRO
 	// receive splits. ib_write_lat 8 B typical, pinned, paired runs on the
 	// busy 2-core machine (with the doorbell rule of PostSend): medians
-	// 10.1 → 8.6 µs, lower in 5 of 5; ib_send_lat 9.5 → 7.9 µs, 3 of 3.
+	// 10.1 → 8.6 µs, lower in 5 of 5; ib_send_lat 9.5 → 7.9 µs, 3 of 3
+	// (its 2-byte SEND and the ACK are of one size, so they still form
+	// one run with the ACK first).
 	qp.sendPendingACK()
 	if qp.State() == ib.QPStateErr {
 		// Entered now, or work was posted while in it.

@@ -28,6 +28,10 @@ type responder struct {
 	sent       readSent   // READ responses sent, for pace and the retransmission count
 	pace       pacer      // paces the READ responses
 	stash      stash      // SEND and WRITE packets that came ahead of psn
+
+	// ackFirst is set when a message of the turn completed a receive: the
+	// ACK then leaves ahead of the turn's requests (QP.turn).
+	ackFirst bool
 }
 
 // writeState is the RDMA WRITE in progress, from its RETH.
@@ -347,7 +351,7 @@ func (qp *QP) completeRecv(op ib.WCOpcode, n uint32, p wire.Packet) {
 	}
 	qp.recvCQ.pushSolicited(&wc, p.BTH().SolicitedEvent())
 	qp.dev.counters.inc(RDMARecvs)
-	qp.resp.haveWQE = false
+	qp.resp.haveWQE, qp.resp.ackFirst = false, true
 }
 
 // sendACK sends an ACK-opcode packet (ACK, RNR NAK or NAK) with the
@@ -363,6 +367,7 @@ func (qp *QP) sendACK(s wire.Syndrome, psn wire.PSN) {
 // sendPendingACK sends the coalesced ACK, if one is due.
 func (qp *QP) sendPendingACK() {
 	r := &qp.resp
+	r.ackFirst = false
 	if !r.ackPending {
 		return
 	}

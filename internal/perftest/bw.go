@@ -40,84 +40,126 @@ func (r *runner) sendWR(i, size int) verbs.SendWR {
 // completion tells which QP's operations it completes.
 func wrID(qp, n int) uint64 { return uint64(qp)<<32 | uint64(n) }
 
-// bwClient posts size-byte operations on every QP in turn, up to tx depth
+// sender posts a BW test's operations on every QP in turn, up to tx depth
 // outstanding per QP and a completion requested every CQ-moderation posts
-// and for the last, and measures them (perftest's run_iter_bw). Each QP
-// runs the iterations, so the report counts iters × QPs.
-func (r *runner) bwClient(size int) (Report, error) {
-	cfg, s := r.cfg, r.s
-	q, n := len(s.qps), cfg.Iters
-	total := q * n
-	peak := !cfg.NoPeak
-	var posted, completed []int64
-	if peak {
-		posted, completed = make([]int64, total), make([]int64, total)
+// and for the last, and counts their completions (the sending half of
+// perftest's run_iter_bw and run_iter_bi). Each QP runs the iterations,
+// so the count is iters × QPs.
+type sender struct {
+	r            *runner
+	wrs          []verbs.SendWR // one per QP
+	base         verbs.SendFlags
+	scnt, ccnt   []int // per QP
+	tscnt, tccnt int   // over all QPs
+	total        int
+	// posted and completed time every operation when the peak is
+	// computed.
+	posted, completed []int64
+}
+
+func (r *runner) newSender(size int) *sender {
+	q := len(r.s.qps)
+	x := &sender{r: r, wrs: make([]verbs.SendWR, q), scnt: make([]int, q), ccnt: make([]int, q), total: q * r.cfg.Iters}
+	for i := range x.wrs {
+		x.wrs[i] = r.sendWR(i, size)
 	}
-	d := startDuration(cfg)
-	defer d.halt()
-	wrs := make([]verbs.SendWR, q)
-	for i := range wrs {
-		wrs[i] = r.sendWR(i, size)
+	x.base = x.wrs[0].Flags
+	if !r.cfg.NoPeak {
+		x.posted, x.completed = make([]int64, x.total), make([]int64, x.total)
 	}
-	base := wrs[0].Flags
-	wcs := make([]verbs.WC, pollBatch)
-	scnt, ccnt := make([]int, q), make([]int, q) // per QP
-	tscnt, tccnt := 0, 0                         // over all QPs
-	start := now()
-	for tccnt < total || d != nil {
-		for i, qp := range s.qps {
-			wr := &wrs[i]
-			for (d != nil || scnt[i] < n) && scnt[i]-ccnt[i] < cfg.TxDepth && !d.over() {
-				wr.WRID, wr.Flags = wrID(i, scnt[i]), base
-				if (scnt[i]+1)%cfg.CQMod == 0 || (d == nil && scnt[i] == n-1) {
-					wr.Flags |= verbs.SendSignaled
-				}
-				if peak {
-					posted[tscnt] = now()
-				}
-				if err := qp.PostSend(wr); err != nil {
-					return Report{}, fmt.Errorf("Couldn't post send: qp %d scnt=%d: %w", i, scnt[i], err)
-				}
-				scnt[i]++
-				tscnt++
+	return x
+}
+
+// done reports whether every operation of an iteration-mode run completed.
+func (x *sender) done() bool { return x.tccnt >= x.total }
+
+// post fills every QP's send queue up to the tx depth: with the
+// iterations still to post, or without end in a -D run until it is over.
+func (x *sender) post(d *durationRun) error {
+	cfg, n := x.r.cfg, x.r.cfg.Iters
+	for i, qp := range x.r.s.qps {
+		wr := &x.wrs[i]
+		for (d != nil || x.scnt[i] < n) && x.scnt[i]-x.ccnt[i] < cfg.TxDepth && !d.over() {
+			wr.WRID, wr.Flags = wrID(i, x.scnt[i]), x.base
+			if (x.scnt[i]+1)%cfg.CQMod == 0 || (d == nil && x.scnt[i] == n-1) {
+				wr.Flags |= verbs.SendSignaled
 			}
+			if x.posted != nil {
+				x.posted[x.tscnt] = now()
+			}
+			if err := qp.PostSend(wr); err != nil {
+				return fmt.Errorf("Couldn't post send: qp %d scnt=%d: %w", i, x.scnt[i], err)
+			}
+			x.scnt[i]++
+			x.tscnt++
+		}
+	}
+	return nil
+}
+
+// complete counts the operations that the send completions wcs complete,
+// every one up to the signalled one on its QP.
+func (x *sender) complete(wcs []verbs.WC, d *durationRun) error {
+	t := now()
+	for _, wc := range wcs {
+		if wc.Status != verbs.WCSuccess {
+			return completionError(&wc, x.tscnt, x.tccnt)
+		}
+		i, done := int(wc.WRID>>32), int(uint32(wc.WRID))+1
+		if i >= len(x.scnt) || done > x.scnt[i] {
+			return fmt.Errorf("completion of an operation never posted: wr_id %#x", wc.WRID)
+		}
+		for ; x.ccnt[i] < done; x.ccnt[i]++ {
+			if x.completed != nil {
+				x.completed[x.tccnt] = t
+			}
+			x.tccnt++
+			d.count(1)
+		}
+	}
+	return nil
+}
+
+// report is the measurement of an iteration-mode run that started at
+// start and ended at end: from the first post to the last completion when
+// the peak is computed, as perftest times it.
+func (x *sender) report(size int, start, end int64) Report {
+	if x.posted == nil {
+		return bwReport(x.r.cfg, size, x.total, end-start, 0)
+	}
+	return bwReport(x.r.cfg, size, x.total, x.completed[x.total-1]-x.posted[0], peakDelta(x.posted, x.completed, x.r.cfg.CQMod))
+}
+
+// bwClient runs the operations of a BW test and measures them (perftest's
+// run_iter_bw).
+func (r *runner) bwClient(size int) (Report, error) {
+	x := r.newSender(size)
+	d := startDuration(r.cfg)
+	defer d.halt()
+	wcs := make([]verbs.WC, pollBatch)
+	start := now()
+	for !x.done() || d != nil {
+		if err := x.post(d); err != nil {
+			return Report{}, err
 		}
 		if d.over() {
 			break
 		}
-		k, err := s.wait(d.context(), s.scq, wcs)
+		k, err := r.s.wait(d.context(), r.s.scq, wcs)
 		if d.over() {
 			break
 		}
 		if err != nil {
 			return Report{}, fmt.Errorf("poll CQ failed: %w", err)
 		}
-		t := now()
-		for _, wc := range wcs[:k] {
-			if wc.Status != verbs.WCSuccess {
-				return Report{}, completionError(&wc, tscnt, tccnt)
-			}
-			i, done := int(wc.WRID>>32), int(uint32(wc.WRID))+1
-			if i >= q || done > scnt[i] {
-				return Report{}, fmt.Errorf("completion of an operation never posted: wr_id %#x", wc.WRID)
-			}
-			for ; ccnt[i] < done; ccnt[i]++ {
-				if peak {
-					completed[tccnt] = t
-				}
-				tccnt++
-				d.count(1)
-			}
+		if err := x.complete(wcs[:k], d); err != nil {
+			return Report{}, err
 		}
 	}
-	end := now()
 	if d != nil {
-		return bwReport(cfg, size, d.iters, d.window(), 0), nil
+		return bwReport(r.cfg, size, d.iters, d.window(), 0), nil
 	}
-	if !peak {
-		return bwReport(cfg, size, total, end-start, 0), nil
-	}
-	return bwReport(cfg, size, total, completed[total-1]-posted[0], peakDelta(posted, completed, cfg.CQMod)), nil
+	return x.report(size, start, now()), nil
 }
 
 // bwServer receives the client's SENDs on every QP, reposting receives
@@ -143,21 +185,31 @@ func (r *runner) bwServer(size int) (Report, error) {
 			first = now()
 			d = startDuration(cfg)
 		}
-		for _, wc := range wcs[:k] {
-			if wc.Status != verbs.WCSuccess {
-				return Report{}, completionError(&wc, 0, rcnt)
-			}
-			rcnt++
-			d.count(1)
-			if err := r.repostRecv(int(wc.WRID), d != nil); err != nil {
-				return Report{}, err
-			}
+		if rcnt, err = r.received(wcs[:k], rcnt, d); err != nil {
+			return Report{}, err
 		}
 	}
 	if d != nil {
 		return bwReport(cfg, size, d.iters, d.window(), 0), nil
 	}
 	return bwReport(cfg, size, rcnt, now()-first, 0), nil
+}
+
+// received counts the receive completions wcs on top of rcnt and posts a
+// receive in place of each on its QP, until the iterations have theirs
+// (without end in a -D run, d set).
+func (r *runner) received(wcs []verbs.WC, rcnt int, d *durationRun) (int, error) {
+	for _, wc := range wcs {
+		if wc.Status != verbs.WCSuccess {
+			return rcnt, completionError(&wc, 0, rcnt)
+		}
+		rcnt++
+		d.count(1)
+		if err := r.repostRecv(int(wc.WRID), d != nil); err != nil {
+			return rcnt, err
+		}
+	}
+	return rcnt, nil
 }
 
 // completionError reports a failed completion as perftest does.

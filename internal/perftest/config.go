@@ -64,6 +64,7 @@ type Config struct {
 	Counters bool // --stats: print the device's counters at exit (goverbs)
 	CPUFreq  bool // -F: perftest's CPU frequency warning; nothing to warn about here
 	Events   bool // -e: sleep on completion channels instead of polling the CQs
+	Duplex   bool // -b: both sides send and receive at once (BW tests)
 
 	// Server is the host to connect to; empty means run as the server.
 	Server string
@@ -114,6 +115,7 @@ func ParseArgs(prog string, args []string, stderr io.Writer) (Config, error) {
 		toolflag.Opt("i", "ib-port", "port", "port of the device (only 1)", &c.IBPort),
 		toolflag.Opt("s", "size", "size", "message size, K or M suffix allowed (default "+strconv.Itoa(c.Size)+")", sizeValue{&c.Size}),
 		toolflag.Opt("a", "all", "", "run sizes from 2 to 2^23", &c.All),
+		toolflag.Opt("b", "bidirectional", "", "measure bidirectional bandwidth (BW tests; default unidirectional)", &c.Duplex),
 		toolflag.Opt("n", "iters", "iters", "number of exchanges, at least 5 (default "+strconv.Itoa(c.Iters)+")", &c.Iters),
 		toolflag.Opt("D", "duration", "seconds", "run for <seconds> instead of a number of iterations", &c.Duration),
 		toolflag.Opt("f", "margin", "seconds", "seconds not measured at each end of a --duration run (default duration/4)", &c.Margin),
@@ -188,6 +190,8 @@ func (c *Config) check(set map[string]bool, connType string) error {
 		return errors.New("Events feature not available on WRITE verb")
 	case isSet("q", "qp") && t.Lat:
 		return errors.New("Multiple QPs only available on bw tests")
+	case c.Duplex && t.Lat:
+		return errors.New("Bidirectional is only available in BW test")
 	case c.QPs < 1 || c.QPs > maxQPs:
 		return fmt.Errorf("num of Qps should be between 1 and %d", maxQPs)
 	}
@@ -233,7 +237,7 @@ func (c *Config) check(set map[string]bool, connType string) error {
 	if t.Verb == Send && c.RxDepth%2 == 1 && !c.All {
 		c.RxDepth++ // perftest's workaround for odd receive depths
 	}
-	if t.Verb == Send && !t.Lat && !c.client() {
+	if t.Verb == Send && !t.Lat && !c.client() && !c.Duplex {
 		c.NoPeak = true // the receiver only knows when its first message came
 	}
 	return nil

@@ -2,6 +2,7 @@ package perftest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/goverbs/goverbs/verbs"
@@ -54,6 +55,39 @@ func (s *session) wait(ctx context.Context, cq *verbs.CQ, wcs []verbs.WC) (int, 
 			return 0, fmt.Errorf("Couldn't request CQ notification: %w", err)
 		}
 	}
+}
+
+// waitEither returns once the send or the receive CQ may hold new
+// completions, or with ctx's error; the caller polls both again. Without
+// -e it sleeps on both CQs' notifications; with -e it takes an event of
+// either channel, acknowledges it and arms that CQ again, as perftest 4.5's
+// bidirectional loop does with its one channel. Each CQ is either armed or
+// has its event waiting, so no completion is slept through.
+func (s *session) waitEither(ctx context.Context) error {
+	if !s.cfg.Events {
+		select {
+		case <-s.scq.Notify():
+		case <-s.rcq.Notify():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return nil
+	}
+	var cq *verbs.CQ
+	select {
+	case cq = <-s.scq.Channel().Events():
+	case cq = <-s.rcq.Channel().Events():
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if cq == nil {
+		return errors.New("Failed to get cq_event: the device is closed")
+	}
+	cq.AckEvents(1)
+	if err := cq.ReqNotify(false); err != nil {
+		return fmt.Errorf("Couldn't request CQ notification: %w", err)
+	}
+	return nil
 }
 
 // closeCQs closes the CQs and, with -e, their channels, after the QPs.

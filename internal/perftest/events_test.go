@@ -3,6 +3,7 @@ package perftest
 import (
 	"bytes"
 	"encoding/binary"
+	"regexp"
 	"testing"
 )
 
@@ -17,6 +18,11 @@ func TestEvents(t *testing.T) {
 		}
 	}
 	srv, cli := runPair(t, "ib_send_bw", "-e", "-s", "5000", "-n", "300")
+	for _, out := range []string{srv.out, cli.out} {
+		if !regexp.MustCompile(`\n                    Send BW Test\n Test with events\. Using goverbs\d+_comp0\n Dual-port  `).MatchString(out) {
+			t.Errorf("ib_send_bw -e: no events line under the title:\n%s", out)
+		}
+	}
 	if c, s := bwLines(cli.out), bwLines(srv.out); len(c) != 1 || len(s) != 1 || c[0][2] != "300" || s[0][2] != "300" {
 		t.Errorf("ib_send_bw -e: BW lines %q %q", c, s)
 	}

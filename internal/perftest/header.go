@@ -29,13 +29,20 @@ func printTestInfo(w io.Writer, cfg *Config, s testInfo) {
 	if t.Verb == Atomic {
 		title += cfg.Atomic.String() + " "
 	}
-	if t.Lat {
+	switch {
+	case t.Lat:
 		title += "Latency "
-	} else {
+	case cfg.Duplex:
+		title += "Bidirectional BW "
+	default:
 		title += "BW "
 	}
 	fmt.Fprintln(w, ResultLine)
 	fmt.Fprintf(w, "                    %sTest\n", title)
+	if cfg.Events {
+		// perftest names the completion vector its CQs use (-X; 0).
+		fmt.Fprintf(w, " Test with events. Using %s_comp0\n", s.dev)
+	}
 	fmt.Fprintf(w, " Dual-port       : OFF\t\tDevice         : %s\n", s.dev)
 	fmt.Fprintf(w, " Number of qps   : %d\t\tTransport type : IB\n", cfg.QPs)
 	fmt.Fprintf(w, " Connection type : RC\t\tUsing SRQ      : OFF\n")
@@ -47,10 +54,11 @@ func printTestInfo(w io.Writer, cfg *Config, s testInfo) {
 	}
 	fmt.Fprintf(w, " PCIe relax order: %s\n", relaxed)
 	fmt.Fprintf(w, " ibv_wr* API     : OFF\n")
-	if cfg.client() {
+	// Both sides of a bidirectional test send and, in ib_send_bw, receive.
+	if cfg.client() || cfg.Duplex {
 		fmt.Fprintf(w, " TX depth        : %d\n", cfg.TxDepth)
 	}
-	if t.Verb == Send && !cfg.client() {
+	if t.Verb == Send && (!cfg.client() || cfg.Duplex) {
 		fmt.Fprintf(w, " RX depth        : %d\n", cfg.RxDepth)
 	}
 	if !t.Lat {

@@ -27,7 +27,25 @@ func WriteBWHeader(w io.Writer, gbits bool) {
 // in Gb/s an average below 0.1 switches to perftest's 6-decimal layout
 // (REPORT_FMT_EXT).
 func WriteBWLine(w io.Writer, r Report, gbits bool) {
-	if gbits && r.BWAvg < 0.1 {
+	writeBWLine(w, r, gbits && r.BWAvg < 0.1)
+}
+
+// writeBWSum prints the line of a bidirectional test: this side's size and
+// iterations with the sums of both sides' peak, average and message rate
+// (print_full_bw_report). perftest picks the layout by this side's
+// average alone.
+func writeBWSum(w io.Writer, mine, theirs Report, gbits bool) {
+	sum := mine
+	sum.BWPeak += theirs.BWPeak
+	sum.BWAvg += theirs.BWAvg
+	sum.MsgRate += theirs.MsgRate
+	writeBWLine(w, sum, gbits && mine.BWAvg < 0.1)
+}
+
+// writeBWLine prints a BW line in REPORT_FMT, or with ext in
+// REPORT_FMT_EXT.
+func writeBWLine(w io.Writer, r Report, ext bool) {
+	if ext {
 		fmt.Fprintf(w, " %-7d    %d           %-7.6f            %-7.6f            %-7.6f\n", r.Size, r.Iters, r.BWPeak, r.BWAvg, r.MsgRate)
 		return
 	}

@@ -199,14 +199,17 @@ func (r *runner) sizes() []int {
 // rdmaBW is ib_write_bw, ib_read_bw and ib_atomic_bw: the client measures,
 // the server stays in RTR and prints the client's report.
 func (r *runner) rdmaBW() error {
-	client := r.cfg.client()
-	if err := r.hsConnect(0, client, 0); err != nil {
+	client, duplex := r.cfg.client(), r.cfg.Duplex
+	if err := r.hsConnect(0, client || duplex, 0); err != nil {
 		return err
 	}
 	if err := r.hs(0); err != nil { // after RTR
 		return err
 	}
 	WriteBWHeader(r.out, r.cfg.Gbits)
+	if duplex {
+		return r.rdmaBWBidir()
+	}
 	if !client {
 		if err := r.hs(0); err != nil { // waits for the whole test
 			return err
@@ -241,15 +244,17 @@ func (r *runner) rdmaBW() error {
 }
 
 // sendBW is ib_send_bw: the client sends, the server (in RTR) receives;
-// each prints its own report.
+// each prints its own report. With -b both send and receive, and print the
+// sum of their reports, except in a -D run, whose reports count both
+// directions already (doc/tools.md §2.10).
 func (r *runner) sendBW() error {
-	client := r.cfg.client()
-	if err := r.hsConnect(0, client, 1); err != nil {
+	client, duplex := r.cfg.client(), r.cfg.Duplex
+	if err := r.hsConnect(0, client || duplex, 1); err != nil {
 		return err
 	}
 	WriteBWHeader(r.out, r.cfg.Gbits)
 	for _, size := range r.sizes() {
-		if !client {
+		if !client || duplex {
 			if err := r.postRecvs(size, min(r.cfg.RxDepth, r.cfg.Iters)); err != nil {
 				return err
 			}
@@ -259,15 +264,25 @@ func (r *runner) sendBW() error {
 		}
 		var rep Report
 		var err error
-		if client {
+		switch {
+		case duplex:
+			rep, err = r.bwBidir(size)
+		case client:
 			rep, err = r.bwClient(size)
-		} else {
+		default:
 			rep, err = r.bwServer(size)
 		}
 		if err != nil {
 			return err
 		}
-		WriteBWLine(r.out, rep, r.cfg.Gbits)
+		if duplex && r.cfg.Duration == 0 {
+			err = r.printBidir(rep)
+		} else {
+			WriteBWLine(r.out, rep, r.cfg.Gbits)
+		}
+		if err != nil {
+			return err
+		}
 		if r.cfg.All {
 			if err := r.hs(0); err != nil {
 				return err
