@@ -219,8 +219,8 @@ type QPType uint8
 // QP types. Only RC is implemented so far.
 const (
 	QPTypeRC QPType = 2 // IBV_QPT_RC, reliable connected
-	QPTypeUC QPType = 3 // IBV_QPT_UC, unreliable connected (not supported yet)
-	QPTypeUD QPType = 4 // IBV_QPT_UD, unreliable datagram (not supported yet)
+	QPTypeUC QPType = 3 // IBV_QPT_UC, unreliable connected
+	QPTypeUD QPType = 4 // IBV_QPT_UD, unreliable datagram
 )
 
 // String returns "RC", "UC" or "UD", or "QPType(n)".

@@ -63,11 +63,13 @@ const maxReadPSNs = 1<<22 - maxWindow
 
 // checkSendWR validates a send WR against the QP (rxe_verbs.c validate_send_wr).
 func (qp *QP) checkSendWR(wr *SendWR) error {
-	switch wr.Opcode {
-	case ib.WRSend, ib.WRSendWithImm, ib.WRRDMAWrite, ib.WRRDMAWriteWithImm,
-		ib.WRRDMARead, ib.WRAtomicCmpAndSwp, ib.WRAtomicFetchAndAdd:
-	default:
+	if !qp.kind.allows(wr.Opcode) {
 		return ErrBadOpcode
+	}
+	if !qp.kind.connected {
+		if err := qp.checkDatagramWR(wr); err != nil {
+			return err
+		}
 	}
 	if len(wr.SGList) > int(qp.cap.MaxSendSGE) {
 		return ErrTooManySGE
@@ -114,6 +116,7 @@ func (qp *QP) checkSendWR(wr *SendWR) error {
 func (qp *QP) fillSendWQE(w *sendWQE, wr *SendWR) error {
 	w.wrID, w.opcode, w.flags, w.imm = wr.WRID, wr.Opcode, wr.Flags, wr.Imm
 	w.remoteAddr, w.rkey, w.compareAdd, w.swap = wr.RemoteAddr, wr.RKey, wr.CompareAdd, wr.Swap
+	w.ah, w.remoteQPN, w.qkey = wr.AH, uint32(wr.RemoteQPN), wr.RemoteQKey
 	w.signaled = qp.sqSigAll || wr.Flags&ib.SendSignaled != 0
 	w.state, w.status, w.sent = wqePosted, ib.WCSuccess, 0
 	w.sge = append(w.sge[:0], wr.SGList...)

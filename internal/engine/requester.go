@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"net/netip"
 	"time"
 
 	"github.com/goverbs/goverbs/internal/ib"
@@ -189,14 +190,15 @@ func (qp *QP) sendNext(w *sendWQE, now time.Time) {
 }
 
 // sendSegment sends the next packet of a SEND or RDMA WRITE message, whose
-// opcode follows from the message position (doc/protocol.md §5.2).
+// opcode follows from the message position (doc/protocol.md §5.2); a UC
+// QP's opcodes are RC's plus 0x20 and ask for no ACK (§13.1).
 func (qp *QP) sendSegment(w *sendWQE, f *wire.BTHFields) bool {
 	resid := w.length - w.sent
 	pos := positionOf(w.sent > 0, resid, qp.mtu)
 	n := min(resid, qp.mtu)
 	last := pos == posLast || pos == posOnly
-	f.Opcode = rcOpcodes[w.opcode][pos]
-	f.AckRequest = last || qp.req.noAck >= ackEvery
+	f.Opcode = rcOpcodes[w.opcode][pos] + wire.Opcode(qp.kind.transport)
+	f.AckRequest = qp.kind.acked && (last || qp.req.noAck >= ackEvery)
 	f.SolicitedEvent = last && w.flags&ib.SendSolicited != 0 &&
 		(w.opcode == ib.WRSend || w.opcode == ib.WRSendWithImm || w.opcode == ib.WRRDMAWriteWithImm)
 	p := qp.xmit.start(qp, f, int(n))
@@ -206,7 +208,22 @@ func (qp *QP) sendSegment(w *sendWQE, f *wire.BTHFields) bool {
 	if h := p.ImmDt(); h != nil {
 		h.SetImm(w.imm)
 	}
-	crc := p.StartICRC(&qp.env)
+	if !qp.gatherSealed(w, p, &qp.env, *qp.peer.Load(), n) {
+		return false
+	}
+	qp.req.psn = qp.req.psn.Next()
+	w.sent += n
+	if w.sent == w.length {
+		w.state = wqeSent
+	}
+	return true
+}
+
+// gatherSealed copies the n bytes of w's message from w.sent on into p's
+// payload, sealing p's ICRC for e as it reads them, and queues p to dst.
+// A local protection fault (doc/protocol.md §12.4) fails w instead.
+func (qp *QP) gatherSealed(w *sendWQE, p wire.Packet, e *wire.Envelope, dst netip.AddrPort, n uint32) bool {
+	crc := p.StartICRC(e)
 	if w.flags&ib.SendInline != 0 {
 		crc.Copy(p.Payload(), w.inline[w.sent:w.sent+n])
 	} else if fault := qp.gatherSGEs(w.sge, w.sent, p.Payload(), &crc); fault != mem.FaultNone {
@@ -215,11 +232,6 @@ func (qp *QP) sendSegment(w *sendWQE, f *wire.BTHFields) bool {
 		return false
 	}
 	p.SealICRCState(crc)
-	qp.xmit.queueSealed(qp, p)
-	qp.req.psn = qp.req.psn.Next()
-	w.sent += n
-	if w.sent == w.length {
-		w.state = wqeSent
-	}
+	qp.xmit.queueTo(p, dst, e.IPID)
 	return true
 }

@@ -27,6 +27,11 @@ type SendWR struct {
 	// CompareAdd is the compare value (CMP_AND_SWP) or the addend
 	// (FETCH_AND_ADD); Swap is the swap value.
 	CompareAdd, Swap uint64
+	// AH, RemoteQPN and RemoteQKey address a UD send (wr.ud): the
+	// destination's address handle, QP number and Q_Key.
+	AH         *AH
+	RemoteQPN  ib.QPN
+	RemoteQKey uint32
 }
 
 // RecvWR is a receive work request (struct ibv_recv_wr).

@@ -30,6 +30,10 @@ type sendWQE struct {
 	inline     []byte // inline data, cap = the QP's MaxInlineData
 	length     uint32 // message length
 	signaled   bool
+	// The destination of a UD send (requester_ud.go).
+	ah        *AH
+	remoteQPN uint32
+	qkey      uint32
 
 	// Requester and completer progress, owned by the QP's turn.
 	state    wqeState
