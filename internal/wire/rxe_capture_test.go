@@ -46,6 +46,15 @@ var rxeCaptures = map[string][]rxeFrame{
 		{wire.RCSendOnly, 0xabc, 0x888fb9, true, 61, 3, 0x941c, [4]byte{0x81, 0xb3, 0x6c, 0xe4}},
 		{wire.RCSendOnly, 0xabc, 0x888fb9, true, 61, 3, 0x9424, [4]byte{0x2e, 0xdc, 0x7b, 0xd9}},
 	},
+	"rxe-uc-send.pcap": {
+		{wire.UCSendFirst, 0xabc, 0xec90fa, false, 1024, 0, 0x120b, [4]byte{0x18, 0x96, 0xb1, 0x77}},
+		{wire.UCSendMiddle, 0xabc, 0xec90fb, false, 1024, 0, 0x120c, [4]byte{0x4d, 0x28, 0x84, 0xcf}},
+		{wire.UCSendMiddle, 0xabc, 0xec90fc, false, 1024, 0, 0x120d, [4]byte{0x72, 0xfe, 0x7a, 0xe7}},
+		{wire.UCSendLast, 0xabc, 0xec90fd, false, 1024, 0, 0x120e, [4]byte{0x36, 0xa8, 0x36, 0xf5}},
+	},
+	"rxe-ud-send.pcap": {
+		{wire.UDSendOnly, 0xabc, 0x7af87e, false, 61, 3, 0x387b, [4]byte{0x86, 0x12, 0x47, 0x1d}},
+	},
 	"rxe-ack.pcap": {
 		{wire.RCSendOnly, 0x14, 0x00abcd, true, 64, 0, 0x0000, [4]byte{0xb1, 0xfb, 0xda, 0xba}}, // ours, accepted by rxe
 		{wire.RCAcknowledge, 0xdef, 0x00abcd, false, 0, 0, 0xa35b, [4]byte{0x5f, 0x08, 0xd1, 0x68}},
@@ -95,6 +104,10 @@ func TestRxeCaptures(t *testing.T) {
 				// What a UDP socket receiver can do without the IP header.
 				if id, err := p.CheckICRCAnyIPID(&fr.Envelope); err != nil || id != w.ipID {
 					t.Errorf("frame %d: ID recovered from the ICRC %#x, %v; want %#x", i+1, id, err, w.ipID)
+				}
+				// ibv_ud_pingpong's Q_Key, from the QP the guest tool had.
+				if d := p.DETH(); d != nil && (d.QKey() != 0x11111111 || d.SrcQP() != 0x11) {
+					t.Errorf("frame %d: DETH %+v, want Q_Key 0x11111111 from QP 0x11", i+1, d.Decode())
 				}
 				if a := p.AETH(); a != nil && (a.Syndrome() != wire.ACKSyndrome(wire.CreditsUnlimited) || a.MSN() != 1) {
 					t.Errorf("frame %d: AETH %+v, want ACK 0x1f MSN 1", i+1, a.Decode())
