@@ -105,12 +105,7 @@ func TestUnackedRefuseOps(t *testing.T) {
 // responder and retry attributes are refused at RTR and RTS.
 func TestUCModifyMasks(t *testing.T) {
 	p := verbstest.New(t, verbstest.Options{Type: verbs.QPTypeUC})
-	qp, err := p.A.PD.CreateQP(&verbs.QPInitAttr{Type: verbs.QPTypeUC, SendCQ: p.A.SendCQ, RecvCQ: p.A.RecvCQ,
-		Cap: verbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer qp.Close()
+	qp := freshQP(t, p.A, verbs.QPTypeUC)
 	must := func(a verbs.QPAttr, m verbs.QPAttrMask) {
 		t.Helper()
 		if err := qp.Modify(&a, m); err != nil {
@@ -328,4 +323,17 @@ func TestUCSendQueueError(t *testing.T) {
 			}
 		})
 	}
+}
+
+// freshQP creates a QP of type typ on side s, in RESET, closed when the
+// test ends.
+func freshQP(tb testing.TB, s *verbstest.Side, typ verbs.QPType) *verbs.QP {
+	tb.Helper()
+	qp, err := s.PD.CreateQP(&verbs.QPInitAttr{Type: typ, SendCQ: s.SendCQ, RecvCQ: s.RecvCQ,
+		Cap: verbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { qp.Close() })
+	return qp
 }

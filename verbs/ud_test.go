@@ -401,12 +401,7 @@ func TestAH(t *testing.T) {
 // the Q_Key and takes no access flags; RTR and RTS take no path.
 func TestUDModifyMasks(t *testing.T) {
 	p := verbstest.New(t, verbstest.Options{Type: verbs.QPTypeUD})
-	qp, err := p.A.PD.CreateQP(&verbs.QPInitAttr{Type: verbs.QPTypeUD, SendCQ: p.A.SendCQ, RecvCQ: p.A.RecvCQ,
-		Cap: verbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer qp.Close()
+	qp := freshQP(t, p.A, verbs.QPTypeUD)
 	try := func(a verbs.QPAttr, m verbs.QPAttrMask, ok bool) {
 		t.Helper()
 		err := qp.Modify(&a, m)

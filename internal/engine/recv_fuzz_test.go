@@ -174,21 +174,32 @@ func (r *fuzzRig) send(tb testing.TB, b conn.Bind, p []byte) {
 	r.qp.mu.Unlock()
 }
 
+// seeder builds a rig's seed packets: add appends one, with AckReq for
+// RC, and reth fills a RETH naming bytes of the rig's region.
+type seeder struct {
+	r     *fuzzRig
+	seeds [][]byte
+}
+
+func (s *seeder) add(op wire.Opcode, psn wire.PSN, n int, fill func(p wire.Packet)) {
+	f := wire.BTHFields{Opcode: op, PKey: 0xffff, PSN: psn, AckRequest: s.r.typ == ib.QPTypeRC}
+	p, _ := wire.NewPacket(make([]byte, 512), 0, &f, n)
+	if fill != nil {
+		fill(p)
+	}
+	s.seeds = append(s.seeds, append([]byte(nil), p...))
+}
+
+func (s *seeder) reth(off uint64, n uint32) func(wire.Packet) {
+	return func(p wire.Packet) {
+		p.RETH().Encode(&wire.RETHFields{VA: mem.AddrOf(s.r.region) + off, RKey: uint32(s.r.key), DMALength: n})
+	}
+}
+
 func fuzzSeeds(r *fuzzRig) [][]byte {
 	va := mem.AddrOf(r.region)
-	var seeds [][]byte
-	add := func(op wire.Opcode, psn wire.PSN, n int, fill func(p wire.Packet)) {
-		p, _ := wire.NewPacket(make([]byte, 512), 0, &wire.BTHFields{Opcode: op, PKey: 0xffff, PSN: psn, AckRequest: true}, n)
-		if fill != nil {
-			fill(p)
-		}
-		seeds = append(seeds, append([]byte(nil), p...))
-	}
-	reth := func(off uint64, n uint32) func(wire.Packet) {
-		return func(p wire.Packet) {
-			p.RETH().Encode(&wire.RETHFields{VA: va + off, RKey: uint32(r.key), DMALength: n})
-		}
-	}
+	sd := &seeder{r: r}
+	add, reth := sd.add, sd.reth
 	add(wire.RCSendOnly, 0, 16, nil)
 	add(wire.RCSendFirst, 0, 256, nil)
 	add(wire.RCWriteOnly, 0, 32, reth(8, 32))
@@ -204,32 +215,20 @@ func fuzzSeeds(r *fuzzRig) [][]byte {
 	add(wire.RCAcknowledge, 0, 0, func(p wire.Packet) { p.AETH().SetSyndrome(wire.NAKSyndrome(wire.NAKRemoteAccess)) })
 	add(wire.RCReadResponseOnly, 0, 8, func(p wire.Packet) { p.AETH().SetSyndrome(0x1f) })
 	add(wire.RCAtomicAcknowledge, 0, 0, nil)
-	return seeds
+	return sd.seeds
 }
 
 // unackedSeeds are UC and UD packets for a rig of that type: SENDs and
 // WRITEs, whole and in pieces, with the rig's Q_Key.
 func unackedSeeds(r *fuzzRig) [][]byte {
-	va := mem.AddrOf(r.region)
-	var seeds [][]byte
-	add := func(op wire.Opcode, psn wire.PSN, n int, fill func(p wire.Packet)) {
-		p, _ := wire.NewPacket(make([]byte, 512), 0, &wire.BTHFields{Opcode: op, PKey: 0xffff, PSN: psn}, n)
-		if fill != nil {
-			fill(p)
-		}
-		seeds = append(seeds, append([]byte(nil), p...))
-	}
-	reth := func(off uint64, n uint32) func(wire.Packet) {
-		return func(p wire.Packet) {
-			p.RETH().Encode(&wire.RETHFields{VA: va + off, RKey: uint32(r.key), DMALength: n})
-		}
-	}
+	sd := &seeder{r: r}
+	add, reth := sd.add, sd.reth
 	deth := func(p wire.Packet) { p.DETH().Encode(&wire.DETHFields{QKey: fuzzQKey, SrcQP: fuzzPeerQPN}) }
 	if r.typ == ib.QPTypeUD {
 		add(wire.UDSendOnly, 0, 40, deth)
 		add(wire.UDSendOnlyWithImmediate, 7, 300, deth)
 		add(wire.UDSendOnly, 1, 480, deth)
-		return seeds
+		return sd.seeds
 	}
 	add(wire.UCSendOnly, 0, 16, nil)
 	add(wire.UCSendFirst, 0, 256, nil)
@@ -239,7 +238,7 @@ func unackedSeeds(r *fuzzRig) [][]byte {
 	add(wire.UCWriteFirst, 0, 256, reth(0, 600))
 	add(wire.UCWriteLast, 2, 88, nil)
 	add(wire.UCWriteOnlyWithImmediate, 5, 4, reth(1020, 4))
-	return seeds
+	return sd.seeds
 }
 
 // FuzzReceivePathUnacked is FuzzReceivePath for UC and UD QPs: the first
