@@ -425,3 +425,32 @@ func TestUDModifyMasks(t *testing.T) {
 		t.Errorf("query %+v", a)
 	}
 }
+
+// TestUDCongestionMarks sends UD messages through a fabric that marks
+// every one congestion experienced, with congestion control on: the
+// receiver counts the marks and, having no one peer to tell, sends no
+// CNP; everything arrives.
+func TestUDCongestionMarks(t *testing.T) {
+	net := memconn.NewNetwork(memconn.Options{Impairments: memconn.Impairments{Mark: 1}})
+	var sides [2]*udSide
+	for i, a := range []string{"10.0.0.1:4791", "10.0.0.2:4791"} {
+		b, err := net.Listen(netip.MustParseAddrPort(a))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sides[i] = newUDSide(t, verbs.DeviceConfig{Bind: b, CongestionControl: true}, 5)
+	}
+	a, b := sides[0], sides[1]
+	ah := a.ah(t, b)
+	src, dst := a.buffer(t, 64), b.buffer(t, grh+64)
+	for i := range 10 {
+		postRecv(t, b.qp, &verbs.RecvWR{WRID: uint64(i), SGList: []verbs.SGE{dst.SGE(0, grh+64)}})
+		post(t, a.qp, &verbs.SendWR{Opcode: verbs.WRSend, SGList: []verbs.SGE{src.SGE(0, 64)}, AH: ah, RemoteQPN: b.qp.QPN(), RemoteQKey: 5})
+		if wc := verbstest.MustPoll(t, b.cq, 1)[0]; wc.Status != verbs.WCSuccess || wc.WRID != uint64(i) {
+			t.Fatalf("message %d: %+v", i, wc)
+		}
+	}
+	if c := b.dev.Counters(); c.Get(verbs.NpECNMarked) != 10 || c.Get(verbs.NpCNPSent) != 0 || c.Get(verbs.SentPkts) != 0 {
+		t.Errorf("marked %d, CNPs %d, sent %d", c.Get(verbs.NpECNMarked), c.Get(verbs.NpCNPSent), c.Get(verbs.SentPkts))
+	}
+}
