@@ -216,7 +216,7 @@ func (f WCFlags) String() string { return ib.WCFlags(f).String() }
 // QPType is the transport service of a queue pair (enum ibv_qp_type).
 type QPType uint8
 
-// QP types. Only RC is implemented so far.
+// QP types.
 const (
 	QPTypeRC QPType = 2 // IBV_QPT_RC, reliable connected
 	QPTypeUC QPType = 3 // IBV_QPT_UC, unreliable connected
