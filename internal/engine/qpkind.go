@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"net/netip"
 	"time"
 
 	"github.com/goverbs/goverbs/internal/ib"
@@ -91,16 +90,13 @@ func kindOf(t ib.QPType) *qpKind {
 // allows reports whether the service accepts send opcode op.
 func (k *qpKind) allows(op ib.WROpcode) bool { return op < 32 && k.ops&(1<<op) != 0 }
 
-// admits is the last header check of the receive loop (doc/protocol.md
-// §1.4 step 6): a connected QP takes packets from its peer only, a
-// datagram QP those whose DETH carries its Q_Key (§13.3). It returns the
-// drop counter of a packet refused, or numCounters.
-func (qp *QP) admits(p wire.Packet, src netip.AddrPort) Counter {
+// admitsDatagram is the last header check of the receive loop for a
+// datagram QP, where a connected one checks the source (doc/protocol.md
+// §1.4 step 6): the DETH must carry the QP's Q_Key (§13.3), and the
+// datagram fit the largest MTU. It returns the drop counter of a packet
+// refused, or numCounters.
+func (qp *QP) admitsDatagram(p wire.Packet) Counter {
 	switch {
-	case qp.kind.connected:
-		if !fromPeer(qp.peer.Load(), src) {
-			return DropWrongSource
-		}
 	case p.DETH().QKey() != qp.qkey.Load():
 		return DropBadQKey
 	case len(p) > maxDatagram:

@@ -229,7 +229,12 @@ func (d *Device) accept(m *conn.Message, env *wire.Envelope) *QP {
 		d.counters.inc(DropBadPKey)
 		return nil
 	}
-	if c := qp.admits(p, m.Addr); c != numCounters {
+	if qp.kind.connected {
+		if !fromPeer(qp.peer.Load(), m.Addr) {
+			d.counters.inc(DropWrongSource)
+			return nil
+		}
+	} else if c := qp.admitsDatagram(p); c != numCounters {
 		d.counters.inc(c)
 		return nil
 	}

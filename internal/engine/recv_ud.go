@@ -20,7 +20,7 @@ const grhHopLimit = 64
 // holds the network header the receive buffer will start with
 // (doc/protocol.md §13.3), written here, where the datagram's addresses
 // and IPv4 identification (env, as the ICRC check found them) and its ECN
-// bits are known. admits refused datagrams longer than maxDatagram.
+// bits are known. admitsDatagram refused datagrams longer than maxDatagram.
 func (d *Device) datagram(m *conn.Message, env *wire.Envelope) inPkt {
 	b := getBuf()
 	n := copy(b.b[wire.GRHSize:], m.Buf[:m.N])

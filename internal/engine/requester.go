@@ -208,7 +208,7 @@ func (qp *QP) sendSegment(w *sendWQE, f *wire.BTHFields) bool {
 	if h := p.ImmDt(); h != nil {
 		h.SetImm(w.imm)
 	}
-	if !qp.gatherSealed(w, p, &qp.env, *qp.peer.Load(), n) {
+	if !qp.gatherSealed(w, p, &qp.env, qp.peer.Load(), n) {
 		return false
 	}
 	qp.req.psn = qp.req.psn.Next()
@@ -222,7 +222,7 @@ func (qp *QP) sendSegment(w *sendWQE, f *wire.BTHFields) bool {
 // gatherSealed copies the n bytes of w's message from w.sent on into p's
 // payload, sealing p's ICRC for e as it reads them, and queues p to dst.
 // A local protection fault (doc/protocol.md §12.4) fails w instead.
-func (qp *QP) gatherSealed(w *sendWQE, p wire.Packet, e *wire.Envelope, dst netip.AddrPort, n uint32) bool {
+func (qp *QP) gatherSealed(w *sendWQE, p wire.Packet, e *wire.Envelope, dst *netip.AddrPort, n uint32) bool {
 	crc := p.StartICRC(e)
 	if w.flags&ib.SendInline != 0 {
 		crc.Copy(p.Payload(), w.inline[w.sent:w.sent+n])

@@ -47,7 +47,7 @@ func (qp *QP) sendDatagram(w *sendWQE) {
 	if h := p.ImmDt(); h != nil {
 		h.SetImm(w.imm)
 	}
-	if qp.gatherSealed(w, p, &w.ah.env, w.ah.dest, w.length) {
+	if qp.gatherSealed(w, p, &w.ah.env, &w.ah.dest, w.length) {
 		w.state = wqeSent
 	}
 }

@@ -13,7 +13,7 @@ import (
 // check and no answer. A message without a receive WQE, or too long for
 // it, is dropped and counted; the WQE stays for the next one, unless it
 // came from an SRQ, where it completes with LOC_LEN_ERR (class E, as
-// unackedErrors; the Q_Key was checked on receipt, admits).
+// unackedErrors; the Q_Key was checked on receipt, admitsDatagram).
 func (qp *QP) respondUD(in *inPkt) {
 	p, r := in.p, &qp.resp
 	qp.noteReceived()

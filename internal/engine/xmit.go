@@ -70,12 +70,12 @@ func (x *xmitBatch) queue(qp *QP, p wire.Packet) {
 // with a payload from memory are sealed from a wire.ICRCState run over the
 // region while copying (gatherSGEs), so the payload is read once besides
 // the copy.
-func (x *xmitBatch) queueSealed(qp *QP, p wire.Packet) { x.queueTo(p, *qp.peer.Load(), qp.env.IPID) }
+func (x *xmitBatch) queueSealed(qp *QP, p wire.Packet) { x.queueTo(p, qp.peer.Load(), qp.env.IPID) }
 
 // queueTo adds p, sealed for IPv4 ID id, to the batch for dst: a
 // connected QP's peer, or the address handle of a UD send.
-func (x *xmitBatch) queueTo(p wire.Packet, dst netip.AddrPort, id uint16) {
-	x.msgs[x.n] = conn.Message{Buf: p, Addr: dst}
+func (x *xmitBatch) queueTo(p wire.Packet, dst *netip.AddrPort, id uint16) {
+	x.msgs[x.n] = conn.Message{Buf: p, Addr: *dst}
 	x.bytes += int64(len(p))
 	x.sealed[x.n] = id
 	x.n++
