@@ -51,7 +51,13 @@ func TestUCSendWrite(t *testing.T) {
 						}
 						expectWC(t, verbstest.MustPoll(t, p.B.RecvCQ, 1)[0], want)
 					} else {
-						waitFor(t, func() bool { return bytes.Equal(dst.Bytes()[:n], src.Bytes()[:n]) })
+						// Nothing completes for a WRITE at the target: a SEND
+						// after it on the QP does, once the WRITE is placed.
+						postRecv(t, p.B.QP, &verbs.RecvWR{WRID: 6})
+						post(t, p.A.QP, &verbs.SendWR{Opcode: verbs.WRSend})
+						if wc := verbstest.MustPoll(t, p.B.RecvCQ, 1)[0]; wc.WRID != 6 || wc.Status != verbs.WCSuccess {
+							t.Fatalf("the SEND after the WRITE: %+v", wc)
+						}
 					}
 					if !bytes.Equal(dst.Bytes()[:n], src.Bytes()[:n]) || !bytes.Equal(dst.Bytes()[n:], make([]byte, 7)) {
 						t.Fatal("received bytes differ from the sent ones, or overran the message")
@@ -66,8 +72,8 @@ func TestUCSendWrite(t *testing.T) {
 	}
 }
 
-// waitFor polls cond for up to 10 s: for results nothing completes, a
-// UC WRITE's bytes.
+// waitFor polls cond, which must read only atomics (a counter), for up
+// to 10 s: for results nothing completes.
 func waitFor(tb testing.TB, cond func() bool) {
 	tb.Helper()
 	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(100 * time.Microsecond) {
