@@ -19,12 +19,19 @@ import (
 const RoCEv2Port = 4791
 
 // Message is one datagram in a batch. Buffers are caller-owned: a Bind
-// never keeps a reference to Buf after Send or Recv returns, and never
-// replaces it, so callers may track their buffers by index.
+// never keeps a reference to Buf, Body or Tail after Send or Recv
+// returns, and never replaces them, so callers may track their buffers by
+// index.
 type Message struct {
-	// Buf is, on send, the datagram (its len is the size); on receive,
-	// the buffer to fill, whose full len is the capacity.
+	// Buf is, on send, the datagram, or its first part when Body or Tail
+	// is set; on receive, the buffer to fill, whose full len is the
+	// capacity.
 	Buf []byte
+	// Body and Tail are, on send, the rest of the datagram: it is Buf,
+	// then Body, then Tail, which the link gathers as it sends, so that
+	// a payload goes out from where it lies (a memory region) without a
+	// copy into Buf. Either may be empty. Receives ignore them.
+	Body, Tail []byte
 	// N is, on receive, the number of bytes received into Buf.
 	N int
 	// Addr is, on send, the destination; on receive, the source. IPv4
@@ -71,6 +78,16 @@ const (
 type ECNSetter interface {
 	// SetECN makes every later datagram carry codepoint ecn.
 	SetECN(ecn uint8) error
+}
+
+// Size returns the length of the datagram m sends: Buf, Body and Tail.
+func (m *Message) Size() int { return len(m.Buf) + len(m.Body) + len(m.Tail) }
+
+// AppendDatagram appends the datagram m sends, its parts laid end to end,
+// to dst and returns the extended slice (for links and observers that
+// need it in one piece).
+func (m *Message) AppendDatagram(dst []byte) []byte {
+	return append(append(append(dst, m.Buf...), m.Body...), m.Tail...)
 }
 
 // Datagrams returns how many datagrams a received m holds (see Seg).

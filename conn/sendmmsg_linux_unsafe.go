@@ -15,10 +15,12 @@ import (
 
 // On Linux UDPBind sends with its own sendmmsg: x/net's WriteBatch takes
 // one buffer list per datagram and no per-message segment size, while a
-// GSO run is one msghdr gathering many datagrams (one iovec each, so the
-// packets are not copied) with a UDP_SEGMENT control message.
+// GSO run is one msghdr gathering many datagrams (an iovec for each of
+// their parts, so the packets are not copied) with a UDP_SEGMENT control
+// message.
 
-// sendIovecs bounds the datagrams one sendmmsg carries over all its runs.
+// sendIovecs bounds the iovecs of one sendmmsg over all its runs: up to
+// three per datagram (Buf, Body, Tail).
 const sendIovecs = 1024
 
 // gsoCmsgSpace is the room of one UDP_SEGMENT control message (a u16).
@@ -115,35 +117,46 @@ func (s *sendScratch) pack(b *UDPBind, msgs []Message) (k, v int, err error) {
 				return k, v, ErrReplan
 			}
 		}
-		if v+run > len(s.iovs) {
+		if v+3*run > len(s.iovs) {
 			break
 		}
 		h := &s.hs[k].hdr
 		h.Namelen = s.sockaddr(k, a, m.Addr.Port(), b.is6)
 		h.Iov = &s.iovs[v]
-		h.SetIovlen(run)
 		h.Control, h.Controllen = nil, 0
 		if run > 1 {
 			c := s.cmsgs[k*gsoCmsgSpace : (k+1)*gsoCmsgSpace]
-			binary.NativeEndian.PutUint16(c[unix.CmsgLen(0):], uint16(len(m.Buf)))
+			binary.NativeEndian.PutUint16(c[unix.CmsgLen(0):], uint16(m.Size()))
 			h.Control = &c[0]
 			h.SetControllen(gsoCmsgSpace)
 		}
+		n := 0
 		for j := range run {
-			buf := msgs[i+j].Buf
-			iov := &s.iovs[v+j]
-			iov.Base = nil
-			if len(buf) > 0 {
-				iov.Base = &buf[0]
-			}
-			iov.SetLen(len(buf))
+			n += s.gather(v+n, &msgs[i+j])
 		}
+		h.SetIovlen(n) // 0 for an empty datagram
 		s.segs[k] = run
 		k++
-		v += run
+		v += n
 		i += run
 	}
 	return k, v, nil
+}
+
+// gather points the iovecs from v on at m's non-empty parts and returns
+// how many it used. (The kernel cuts a GSO run into segments by length,
+// whatever the iovecs, so a datagram may span several.)
+func (s *sendScratch) gather(v int, m *Message) int {
+	n := 0
+	for _, part := range [...][]byte{m.Buf, m.Body, m.Tail} {
+		if len(part) > 0 {
+			iov := &s.iovs[v+n]
+			iov.Base = &part[0]
+			iov.SetLen(len(part))
+			n++
+		}
+	}
+	return n
 }
 
 // sockaddr writes the sockaddr of a:port into name slot i and returns its

@@ -302,14 +302,14 @@ func (b *UDPBind) segmentID(j int) uint16 {
 // the last, which may be shorter (the rule of UDP_SEGMENT), within the
 // kernel's segment and byte limits.
 func runLen(msgs []Message) int {
-	size := len(msgs[0].Buf)
+	size := msgs[0].Size()
 	if size == 0 {
 		return 1
 	}
 	total, k := size, 1
 	for k < len(msgs) && k < maxGSOSegments {
 		m := &msgs[k]
-		l := len(m.Buf)
+		l := m.Size()
 		if l == 0 || l > size || total+l > maxGSOBytes || m.Addr != msgs[0].Addr {
 			break
 		}

@@ -32,7 +32,7 @@ func (r *recvScratch) readCoalesced(b *UDPBind, msgs []Message) (int, error) {
 // recvScratch is the ReadBatch state of a UDPBind, reused by every Recv.
 type recvScratch struct {
 	ms    []ipv4.Message
-	bufs  [][1][]byte
+	bufs  [][3][]byte
 	trunc []bool
 }
 
@@ -82,7 +82,7 @@ type sendScratch struct {
 
 func (s *sendScratch) init(size int) {
 	s.ms = make([]ipv4.Message, size)
-	s.bufs = make([][1][]byte, size)
+	s.bufs = make([][3][]byte, size)
 	s.addrs = make([]net.UDPAddr, size)
 	s.ips = make([][16]byte, size)
 	for i := range s.ms {
@@ -132,7 +132,7 @@ func (s *sendScratch) pack(b *UDPBind, msgs []Message) (int, error) {
 			ua.Zone = ""
 		}
 		ua.Port = int(m.Addr.Port())
-		s.bufs[i][0] = m.Buf
+		s.bufs[i] = [3][]byte{m.Buf, m.Body, m.Tail}
 	}
 	return k, nil
 }
@@ -141,6 +141,6 @@ func (s *sendScratch) pack(b *UDPBind, msgs []Message) (int, error) {
 // must not keep once Send returns.
 func (s *sendScratch) clear(k int) {
 	for i := range k {
-		s.bufs[i][0] = nil
+		s.bufs[i] = [3][]byte{}
 	}
 }

@@ -343,3 +343,55 @@ func closeEndsRecv(t *testing.T, b *UDPBind, what string) {
 		t.Fatalf("Close did not end a %s Recv", what)
 	}
 }
+
+// A datagram given in parts (Buf, Body, Tail, any of them empty) arrives
+// whole, sent alone or in a coalesced run whose datagrams are cut into
+// parts at different places, with segmentation offload on and off.
+func TestUDPSendParts(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		laddr netip.AddrPort
+		opts  UDPOptions
+	}{{"IPv4", loop4, UDPOptions{}}, {"IPv4/no-offload", loop4, UDPOptions{NoOffload: true}}, {"IPv6", loop6, UDPOptions{}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			leakcheck.Check(t)
+			a, b := listenWith(t, tc.laddr, tc.opts), listenWith(t, tc.laddr, tc.opts)
+			// Twelve equal datagrams (one run when coalescing), a shorter
+			// one that ends the run, and lone ones of other sizes.
+			var whole [][]byte
+			for i := range 12 {
+				whole = append(whole, payload(i, 1200))
+			}
+			whole = append(whole, payload(12, 700), payload(13, 1500), payload(14, 1))
+			send := make([]Message, len(whole))
+			for i, d := range whole {
+				// Cut at i-dependent places: empty head, empty body, empty tail.
+				tail := max(len(d)-i%3*5, 0)
+				head := min(i%4*7, tail)
+				send[i] = Message{Buf: d[:head], Body: d[head:tail], Tail: d[tail:], Addr: b.LocalAddr()}
+			}
+			a.PlanIPIDs(send)
+			if n, err := a.Send(send); n != len(send) || err != nil {
+				t.Fatalf("Send = %d, %v; want %d, nil", n, err, len(send))
+			}
+			recv := make([]Message, len(send))
+			for i := range recv {
+				recv[i].Buf = make([]byte, 2048)
+			}
+			recvAll(t, b, recv, len(recv))
+			for i, m := range recv {
+				if !bytes.Equal(m.Buf[:m.N], whole[i]) {
+					t.Errorf("datagram %d: got %d bytes %q…, want %d", i, m.N, m.Buf[:min(m.N, 12)], len(whole[i]))
+				}
+			}
+		})
+	}
+}
+
+// Size and AppendDatagram see a message's parts as one datagram.
+func TestMessageParts(t *testing.T) {
+	m := Message{Buf: []byte("head|"), Body: []byte("body|"), Tail: []byte("tail")}
+	if got := string(m.AppendDatagram([]byte(">"))); got != ">head|body|tail" || m.Size() != 14 {
+		t.Errorf("AppendDatagram = %q, Size = %d; want %q, 14", got, m.Size(), ">head|body|tail")
+	}
+}

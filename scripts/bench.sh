@@ -52,6 +52,7 @@ command -v go >/dev/null || { echo "bench.sh: Go not found (expected /usr/local/
 
 log "building goverbs, the reference programs of $bench and the vCPU probe into $work and $BUILD"
 (cd "$root" && CGO_ENABLED=0 go build -o "$work/goverbs" ./cmd/goverbs)
+(cd "$root" && go test -c -o "$work/conn.test" ./conn) || log "the conn benchmarks did not build; the kernel floor shows n/a"
 mkdir -p "$BUILD"
 (cd "$bench/go" && go build -o "$BUILD/gobench" .) || log "the raw Go references did not build; they show n/a"
 build_probe || log "the probe did not build; vCPU modes show ?"
@@ -213,6 +214,17 @@ ucx_tcp() {
 	}'
 }
 
+# kernel_floor: conn's BenchmarkSyscallPingPong, the one-way latency of the
+# system calls alone (threads pinned to CPUs 0 and 1 by the benchmark):
+# RC's request and ACK as one GSO send per message, and one datagram.
+kernel_floor() {
+	[[ -x $work/conn.test ]] || return 0
+	inns "${T[@]}" "$work/conn.test" -test.run '^$' -test.bench SyscallPingPong -test.benchtime "${NUDP}x" 2>&1 |
+		awk '/^BenchmarkSyscallPingPong/ {for (i = 1; i < NF; i++) if ($(i+1) == "ns/one-way") v = $i / 1000
+			k = $1; sub(/^BenchmarkSyscallPingPong\//, "", k); sub(/-[0-9]+$/, "", k); gsub(/-/, "_", k)
+			printf "RESULT kernel_%s_oneway %.3f us\n", k, v }'
+}
+
 # fi_tcp SIZE ITERS: libfabric fi_pingpong over the tcp provider (msg
 # endpoints); figures: mean one-way latency and ping-pong bandwidth.
 fi_tcp() {
@@ -231,6 +243,7 @@ for rep in $(seq 1 "$REPS"); do
 	log "  8 B latency: goverbs ib_write_lat, raw Go UDP busy-poll"
 	run gv gv_write_lat_8 1 ib_write_lat -s 8 -n $NLAT
 	run inns "${T[@]}" taskset -c 1 "$G" udppp -mode poll -size 8 -n $NUDP -t 2
+	run kernel_floor
 	log "  64 KiB: goverbs ib_write_bw (one pair, -q 4, 4 pairs), raw Go GSO+GRO at 4 KiB, UCX tcp (bandwidth and latency)"
 	run gv gv_write_64k 1 ib_write_bw -s 65536 -n $N64 -N
 	run inns "${T[@]}" taskset -c 1 "$G" udptput -mode gsobatch -rmode gro -size 4096 -dur $DUR
@@ -336,6 +349,8 @@ read -r gso gsom <<<"$(stat go_udp_tput_gsobatch_gro_4096B)"
 read -r mm4 mm4m <<<"$(stat go_udp_tput_batch_batch_4096B)"
 read -r mm8 mm8m <<<"$(stat go_udp_tput_batch_batch_8B_rate)"
 read -r bp bpm <<<"$(stat go_udp_lo_poll_8B_oneway)"
+read -r krc krcm <<<"$(stat kernel_rc_pair_oneway)"
+read -r kone konem <<<"$(stat kernel_one_oneway)"
 read -r ucxbw ucxbwm <<<"$(best max ucx_tcp_am_bw_64k ucx_tcp_put_bw_64k)"
 read -r ucxlat ucxlatm <<<"$(best min ucx_tcp_am_lat_8 ucx_tcp_put_lat_8)"
 read -r ucxr8 ucxr8m <<<"$(stat ucx_tcp_am_bw_8_rate)"
@@ -350,6 +365,9 @@ row "ib_write_bw 8 B (M msg/s)" "$r8" "$r8m" "raw Go sendmmsg 8 B datagrams" "$m
 row "ib_write_lat 8 B typical (µs one-way)" "$l8" "$l8m" "raw Go UDP busy-poll one-way" "$bp" "$bpm" le 1.5
 row "ib_write_lat 8 B typical (µs one-way)" "$l8" "$l8m" "UCX tcp 8 B (best of am/put lat, p50)" "$ucxlat" "$ucxlatm" lt 1
 row "CPU-s per GB, ib_write_bw 64 KiB, both processes" "$cpu64" "$cpu64m" "absolute target" - - abs 0.5
+row "ib_write_lat 8 B typical (µs one-way)" "$l8" "$l8m" "kernel alone, RC request + ACK per message" "$krc" "$krcm" info 1
+row "kernel alone, RC request + ACK per message (µs one-way)" "$krc" "$krcm" "kernel alone, one datagram" "$kone" "$konem" info 1
+row "kernel alone, one datagram (µs one-way)" "$kone" "$konem" "raw Go UDP busy-poll one-way" "$bp" "$bpm" info 1
 row "ib_write_bw 64 KiB -q 4 (GB/s)" "$q4" "$q4m" "one QP" "$w64" "$w64m" info 1 "$(retx gv_write_64k_q4)"
 row "4 concurrent ib_write_bw 64 KiB pairs, total (GB/s)" "$p4" "$p4m" "one pair" "$w64" "$w64m" info 1 "$(retx gv_write_64k_4pairs)"
 row "ib_write_bw 8 B (M msg/s)" "$r8" "$r8m" "UCX tcp am_bw 8 B" "$ucxr8" "$ucxr8m" info 1

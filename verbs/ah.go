@@ -9,9 +9,9 @@ import (
 // AH is an address handle (struct ibv_ah): where the UD sends that name
 // it in SendWR.AH go. PD.CreateAH makes one.
 type AH struct {
-	// e comes first: a SendWR's AH pointer reaches the engine as a
-	// pointer to it (convert_unsafe.go, checked by TestLayout).
-	e  engine.AH
+	// e comes first: a SendWR hands the engine a *AH as a **engine.AH
+	// (convert_unsafe.go, checked by TestLayout).
+	e  *engine.AH
 	pd *PD
 
 	closed bool // guarded by pd.dev.mu
@@ -33,12 +33,12 @@ func (pd *PD) CreateAH(attr *AHAttr) (*AH, error) {
 	if err := pd.usable(); err != nil {
 		return nil, errorf(verb, "%w", err)
 	}
-	ah := &AH{pd: pd}
-	if err := pd.dev.e.InitAH(&ah.e, pd.id, (*engine.AHAttr)(unsafe.Pointer(attr))); err != nil {
+	e, err := pd.dev.e.CreateAH(pd.id, (*engine.AHAttr)(unsafe.Pointer(attr)))
+	if err != nil {
 		return nil, errorf(verb, "%w", err)
 	}
 	pd.ahs++
-	return ah, nil
+	return &AH{e: e, pd: pd}, nil
 }
 
 // Attr returns the attributes the AH was created with (ibv_query_ah).

@@ -38,6 +38,8 @@ func TestConstants(t *testing.T) {
 		{"WRLocalInv", uint64(WRLocalInv), uint64(ib.WRLocalInv)},
 		{"WRBindMW", uint64(WRBindMW), uint64(ib.WRBindMW)},
 		{"WRSendWithInv", uint64(WRSendWithInv), uint64(ib.WRSendWithInv)},
+		{"MWType1", uint64(MWType1), uint64(ib.MWType1)},
+		{"MWType2", uint64(MWType2), uint64(ib.MWType2)},
 		{"SendFence", uint64(SendFence), uint64(ib.SendFence)},
 		{"SendSignaled", uint64(SendSignaled), uint64(ib.SendSignaled)},
 		{"SendSolicited", uint64(SendSolicited), uint64(ib.SendSolicited)},

@@ -17,6 +17,10 @@ import (
 // a lock held across calls). TestLayout checks, type by type and field by
 // field, that the two layouts are the same, so a field added to one side
 // only fails the build's tests rather than corrupting memory.
+//
+// A SendWR's BindMW points at a verbs MW and MR; the engine reads them as
+// the window and region they begin with (engine.BindMW), so MW and MR
+// keep those as their first field, which TestLayout checks too.
 
 func sendWR(wr *SendWR) *engine.SendWR { return (*engine.SendWR)(unsafe.Pointer(wr)) }
 

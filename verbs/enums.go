@@ -73,9 +73,11 @@ func MTUFromBytes(n int) (MTU, bool) {
 // is always allowed and has no flag.
 type AccessFlags uint32
 
-// Access flags. A memory region honours the first four; REMOTE_WRITE and
-// REMOTE_ATOMIC need LOCAL_WRITE too. RegMR refuses MW_BIND, ZERO_BASED,
-// ON_DEMAND and HUGETLB (not implemented) and ignores RELAXED_ORDERING.
+// Access flags. A memory region honours the first five; REMOTE_WRITE and
+// REMOTE_ATOMIC need LOCAL_WRITE too; MW_BIND lets memory windows be bound
+// to it. RegMR refuses ZERO_BASED, ON_DEMAND and HUGETLB (not implemented)
+// and ignores RELAXED_ORDERING. A window (MWBindInfo) has the remote
+// three.
 const (
 	AccessLocalWrite      AccessFlags = 0x1      // IBV_ACCESS_LOCAL_WRITE
 	AccessRemoteWrite     AccessFlags = 0x2      // IBV_ACCESS_REMOTE_WRITE
@@ -95,7 +97,7 @@ func (a AccessFlags) String() string { return ib.AccessFlags(a).String() }
 // WROpcode is the operation of a send work request (enum ibv_wr_opcode).
 type WROpcode uint8
 
-// Send work request opcodes. An RC QP accepts the first seven.
+// Send work request opcodes. An RC QP accepts them all.
 const (
 	WRRDMAWrite         WROpcode = 0 // IBV_WR_RDMA_WRITE
 	WRRDMAWriteWithImm  WROpcode = 1 // IBV_WR_RDMA_WRITE_WITH_IMM
@@ -104,9 +106,9 @@ const (
 	WRRDMARead          WROpcode = 4 // IBV_WR_RDMA_READ
 	WRAtomicCmpAndSwp   WROpcode = 5 // IBV_WR_ATOMIC_CMP_AND_SWP
 	WRAtomicFetchAndAdd WROpcode = 6 // IBV_WR_ATOMIC_FETCH_AND_ADD
-	WRLocalInv          WROpcode = 7 // IBV_WR_LOCAL_INV (not supported)
-	WRBindMW            WROpcode = 8 // IBV_WR_BIND_MW (not supported)
-	WRSendWithInv       WROpcode = 9 // IBV_WR_SEND_WITH_INV (not supported)
+	WRLocalInv          WROpcode = 7 // IBV_WR_LOCAL_INV: invalidates a type 2 window here (SendWR.InvalidateRKey)
+	WRBindMW            WROpcode = 8 // IBV_WR_BIND_MW: binds a window (SendWR.BindMW)
+	WRSendWithInv       WROpcode = 9 // IBV_WR_SEND_WITH_INV: a SEND that invalidates a window at the peer
 )
 
 // String returns the libibverbs name ("IBV_WR_SEND"), or "WROpcode(n)".
@@ -151,7 +153,7 @@ const (
 	WCLocEECOpErr      WCStatus = 3  // IBV_WC_LOC_EEC_OP_ERR
 	WCLocProtErr       WCStatus = 4  // IBV_WC_LOC_PROT_ERR: an SGE outside its region, or a bad lkey
 	WCWRFlushErr       WCStatus = 5  // IBV_WC_WR_FLUSH_ERR: flushed by a QP in the error state or a closing device
-	WCMWBindErr        WCStatus = 6  // IBV_WC_MW_BIND_ERR
+	WCMWBindErr        WCStatus = 6  // IBV_WC_MW_BIND_ERR: a bind or local invalidation that could not be done
 	WCBadRespErr       WCStatus = 7  // IBV_WC_BAD_RESP_ERR
 	WCLocAccessErr     WCStatus = 8  // IBV_WC_LOC_ACCESS_ERR
 	WCRemInvReqErr     WCStatus = 9  // IBV_WC_REM_INV_REQ_ERR
@@ -206,7 +208,7 @@ const (
 	WCFlagGRH      WCFlags = 1 // IBV_WC_GRH: the buffer starts with the 40-byte network header (UD)
 	WCFlagWithImm  WCFlags = 2 // IBV_WC_WITH_IMM: WC.Imm is valid
 	WCFlagIPCsumOK WCFlags = 4 // IBV_WC_IP_CSUM_OK
-	WCFlagWithInv  WCFlags = 8 // IBV_WC_WITH_INV
+	WCFlagWithInv  WCFlags = 8 // IBV_WC_WITH_INV: the message invalidated WC.InvalidatedRKey
 )
 
 // String returns the flags as "GRH|WITH_IMM" (IBV_WC_ prefix dropped),

@@ -22,8 +22,9 @@ var (
 	ErrNotSupported = engine.ErrNotSupported
 	// ErrClosed: the object, or its device, was closed.
 	ErrClosed = engine.ErrClosed
-	// ErrBusy: closing an object still in use, a PD with MRs, QPs or
-	// AHs or a CQ with QPs (EBUSY); close those first.
+	// ErrBusy: closing an object still in use, a PD with MRs, MWs, QPs,
+	// SRQs or AHs, a CQ with QPs, an MR with memory windows bound to it
+	// (EBUSY); close or invalidate those first.
 	ErrBusy = errors.New("resource busy")
 
 	// ErrInvalidAccessFlags: access flags a memory region cannot have
@@ -75,6 +76,10 @@ var (
 	// ErrInlineAccess: inline data not inside a registered region of the
 	// QP's PD (it is read through its lkey when posted).
 	ErrInlineAccess = engine.ErrInlineAccess
+	// ErrNoMW: a WRBindMW without a window (SendWR.BindMW.MW).
+	ErrNoMW = engine.ErrNoMW
+	// ErrLocalOpData: a WRBindMW or WRLocalInv with SGEs or SendInline.
+	ErrLocalOpData = engine.ErrLocalOpData
 
 	// ErrCQOverrun: CQ.Poll found completions lost because the CQ was
 	// full (IBV_EVENT_CQ_ERR); the CQ stays in error.

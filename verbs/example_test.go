@@ -150,7 +150,7 @@ func Example_lifecycle() {
 	fmt.Println(errors.Is(err, verbs.ErrClosed)) // "verbs: post recv: QP 0x…: work request 0 of the chain: closed"
 	fmt.Println(e.pd.Close())
 	// Output:
-	// true verbs: close PD: resource busy: 1 MR(s), 1 QP(s), 0 SRQ(s) and 0 AH(s) still open
+	// true verbs: close PD: resource busy: 1 MR(s), 0 MW(s), 1 QP(s), 0 SRQ(s) and 0 AH(s) still open
 	// true
 	// <nil>
 }

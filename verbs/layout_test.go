@@ -23,12 +23,6 @@ func TestLayout(t *testing.T) {
 	}
 }
 
-// handles are verbs types that the engine sees through a pointer to their
-// first field, the engine's own type (SendWR.AH).
-var handles = map[reflect.Type]reflect.Type{
-	reflect.TypeOf(AH{}): reflect.TypeOf(engine.AH{}),
-}
-
 // sameLayout reports every difference of size, alignment, kind, field name
 // or offset between a and b, following pointers, slices and arrays; seen
 // stops the recursion of a self-referencing type (SendWR.Next).
@@ -38,11 +32,9 @@ func sameLayout(t *testing.T, a, b reflect.Type, seen map[reflect.Type]bool) {
 		return
 	}
 	seen[a] = true
-	if h, ok := handles[a]; ok {
-		if f := a.Field(0); f.Type != h || f.Offset != 0 || b != h {
-			t.Errorf("%v must begin with a %v the engine sees, and meet it there; meets %v", a, h, b)
-		}
-		return
+	if a.Kind() == reflect.Struct && b.Kind() != reflect.Struct && a.NumField() > 0 &&
+		a.Field(0).Offset == 0 && a.Field(0).Type == b {
+		return // a begins with a b: a pointer to an a is one to a b (MW, MR, AH)
 	}
 	if a.Kind() != b.Kind() || a.Size() != b.Size() || a.Align() != b.Align() {
 		t.Errorf("%v (%v, %d bytes) and %v (%v, %d bytes) differ", a, a.Kind(), a.Size(), b, b.Kind(), b.Size())

@@ -1,6 +1,7 @@
 package verbs
 
 import (
+	"errors"
 	"math"
 	"sync/atomic"
 
@@ -11,8 +12,10 @@ import (
 // real virtual address of its first byte, as on hardware, so addresses and
 // keys can be sent to any peer.
 type MR struct {
-	pd  *PD
+	// r comes first: a SendWR's BindMW hands the engine a *MR as a
+	// **mem.Region (convert_unsafe.go).
 	r   *mem.Region
+	pd  *PD
 	buf []byte
 	// closed is set under pd.dev.mu; SGE reads it without the lock.
 	closed atomic.Bool
@@ -48,8 +51,9 @@ func (mr *MR) SGE(off, n int) SGE {
 
 // Close deregisters the region (ibv_dereg_mr). Its keys are invalid when
 // Close returns, also for packets already in flight; accesses in progress
-// finish first. Closing it again returns nil. The memory stays the
-// caller's.
+// finish first. It fails with ErrBusy while memory windows are bound to
+// the region (invalidate or close them first). Closing it again returns
+// nil. The memory stays the caller's.
 func (mr *MR) Close() error {
 	dev := mr.pd.dev
 	dev.mu.Lock()
@@ -57,7 +61,9 @@ func (mr *MR) Close() error {
 	if mr.closed.Load() {
 		return nil
 	}
-	if err := dev.e.MRs().Deregister(mr.r); err != nil {
+	if err := dev.e.MRs().Deregister(mr.r); errors.Is(err, mem.ErrWindowsBound) {
+		return errorf("dereg MR", "%w: %w", ErrBusy, err)
+	} else if err != nil {
 		return errorf("dereg MR", "%w", err)
 	}
 	mr.closed.Store(true)

@@ -12,23 +12,24 @@ type PD struct {
 	id  uint32
 
 	// Guarded by dev.mu.
-	closed              bool
-	mrs, qps, srqs, ahs int // open MRs, QPs, SRQs and AHs created in the PD
+	closed                   bool
+	mrs, mws, qps, srqs, ahs int // open MRs, MWs, QPs, SRQs and AHs created in the PD
 }
 
 // Device returns the PD's device.
 func (pd *PD) Device() *Device { return pd.dev }
 
 // Close releases the PD (ibv_dealloc_pd). It fails with ErrBusy while MRs,
-// QPs, SRQs or AHs of the PD are open; closing it again returns nil.
+// MWs, QPs, SRQs or AHs of the PD are open; closing it again returns nil.
 func (pd *PD) Close() error {
 	pd.dev.mu.Lock()
 	defer pd.dev.mu.Unlock()
 	if pd.closed {
 		return nil
 	}
-	if pd.mrs > 0 || pd.qps > 0 || pd.srqs > 0 || pd.ahs > 0 {
-		return errorf("close PD", "%w: %d MR(s), %d QP(s), %d SRQ(s) and %d AH(s) still open", ErrBusy, pd.mrs, pd.qps, pd.srqs, pd.ahs)
+	if pd.mrs > 0 || pd.mws > 0 || pd.qps > 0 || pd.srqs > 0 || pd.ahs > 0 {
+		return errorf("close PD", "%w: %d MR(s), %d MW(s), %d QP(s), %d SRQ(s) and %d AH(s) still open",
+			ErrBusy, pd.mrs, pd.mws, pd.qps, pd.srqs, pd.ahs)
 	}
 	pd.closed = true
 	return nil

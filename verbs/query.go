@@ -24,6 +24,7 @@ type DeviceAttr struct {
 	MaxCQ           int  // CQs per device
 	MaxCQE          int  // entries per CQ
 	MaxMR           int  // memory regions per device
+	MaxMW           int  // memory windows per device
 	MaxPD           int  // PDs per device
 	MaxQPRdAtom     int  // QPAttr.MaxDestRdAtomic
 	MaxQPInitRdAtom int  // QPAttr.MaxRdAtomic
@@ -78,7 +79,7 @@ func (d *Device) Query() DeviceAttr {
 		FWVer: "0.0.0", NodeGUID: guid, SysImageGUID: guid,
 		MaxMRSize: ^uint64(0), PageSizeCap: 0xfffff000, VendorID: 0xffffff,
 		MaxQP: engine.MaxQP, MaxQPWR: engine.MaxQPWR, MaxSGE: engine.MaxSGE,
-		MaxCQ: engine.MaxQP, MaxCQE: engine.MaxCQE, MaxMR: engine.MaxMR, MaxPD: engine.MaxQP,
+		MaxCQ: engine.MaxQP, MaxCQE: engine.MaxCQE, MaxMR: engine.MaxMR, MaxMW: engine.MaxMW, MaxPD: engine.MaxQP,
 		MaxQPRdAtom: engine.MaxQPRdAtomic, MaxQPInitRdAtom: engine.MaxQPRdAtomic,
 		MaxInlineData: engine.MaxInlineData, AtomicCapHCA: true, PhysPortCnt: 1,
 		MaxSRQ: engine.MaxSRQ, MaxSRQWR: engine.MaxQPWR, MaxSRQSGE: engine.MaxSGE,

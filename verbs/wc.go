@@ -20,7 +20,9 @@ type WC struct {
 	// transferred (RDMA READ and atomics).
 	ByteLen uint32
 	// Imm holds the immediate data when Flags has WCFlagWithImm, in host
-	// order.
+	// order, or the rkey a WRSendWithInv invalidated when Flags has
+	// WCFlagWithInv: ibv_wc's union of imm_data and invalidated_rkey
+	// (InvalidatedRKey reads it so).
 	Imm uint32
 	// QPNum is the number of the QP the request was posted to.
 	QPNum QPN
@@ -28,4 +30,14 @@ type WC struct {
 	SrcQP QPN
 	// Flags say which optional fields are valid.
 	Flags WCFlags
+}
+
+// InvalidatedRKey returns the rkey the peer's WRSendWithInv invalidated
+// before this receive completed (ibv_wc.invalidated_rkey), or 0 when Flags
+// lacks WCFlagWithInv.
+func (wc *WC) InvalidatedRKey() RKey {
+	if wc.Flags&WCFlagWithInv == 0 {
+		return 0
+	}
+	return RKey(wc.Imm)
 }

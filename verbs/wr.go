@@ -30,6 +30,11 @@ type SendWR struct {
 	// in host order (ibv_send_wr.imm_data is big-endian; here it is a
 	// number, and travels big-endian on the wire).
 	Imm uint32
+	// InvalidateRKey is the rkey WRSendWithInv invalidates at the peer
+	// (a type 2 window the peer bound through the QP this one is
+	// connected to) and WRLocalInv invalidates here (a type 2 window of
+	// the QP's PD) (ibv_send_wr.invalidate_rkey).
+	InvalidateRKey RKey
 	// RemoteAddr and RKey address the target of RDMA and atomic
 	// operations (wr.rdma and wr.atomic): a peer's MR.Addr (plus an
 	// offset) and MR.RKey. Atomics need an 8-byte aligned RemoteAddr.
@@ -47,6 +52,8 @@ type SendWR struct {
 	AH         *AH
 	RemoteQPN  QPN
 	RemoteQKey uint32
+	// BindMW is the bind of WRBindMW (ibv_send_wr.bind_mw).
+	BindMW BindMW
 }
 
 // RecvWR is a receive work request (struct ibv_recv_wr), posted with

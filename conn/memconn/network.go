@@ -205,7 +205,7 @@ func (n *Network) Stats() Stats { return n.stats.snapshot() }
 func (n *Network) send(src netip.AddrPort, ecn uint8, msgs []conn.Message) (int, error) {
 	for i := range msgs {
 		m := &msgs[i]
-		if len(m.Buf) > MaxDatagramSize {
+		if m.Size() > MaxDatagramSize {
 			return i, errTooBig
 		}
 		dst := netip.AddrPortFrom(m.Addr.Addr().Unmap(), m.Addr.Port())
@@ -213,8 +213,8 @@ func (n *Network) send(src netip.AddrPort, ecn uint8, msgs []conn.Message) (int,
 			return i, errInvalidAddr
 		}
 		n.stats.inc(cSent)
-		p := n.pool.get(len(m.Buf))
-		copy(p.buf, m.Buf)
+		p := n.pool.get(m.Size())
+		p.buf = m.AppendDatagram(p.buf[:0])
 		p.src, p.dst, p.ecn = src, dst, ecn
 		copies := 1
 		if f := n.filter.Load(); f != nil {

@@ -99,6 +99,22 @@ func TestDelivery(t *testing.T) {
 	}
 }
 
+// A datagram sent in parts (Buf, Body, Tail) arrives as one.
+func TestDeliveryParts(t *testing.T) {
+	leakcheck.Check(t)
+	_, a, b := pair(t, memconn.Options{})
+	d := payload(3, 1000)
+	send := []conn.Message{{Buf: d[:40], Body: d[40:996], Tail: d[996:], Addr: b.LocalAddr()}, {Body: d, Addr: b.LocalAddr()}}
+	if n, err := a.Send(send); n != len(send) || err != nil {
+		t.Fatalf("Send = %d, %v", n, err)
+	}
+	for i, m := range recvN(t, b, len(send)) {
+		if !bytes.Equal(m.Buf[:m.N], d) {
+			t.Errorf("datagram %d: %d bytes %q…, want the %d of its parts", i, m.N, m.Buf[:min(m.N, 12)], len(d))
+		}
+	}
+}
+
 func TestListen(t *testing.T) {
 	leakcheck.Check(t)
 	n := memconn.NewNetwork(memconn.Options{})

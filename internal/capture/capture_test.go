@@ -192,9 +192,11 @@ func TestRecorder(t *testing.T) {
 			SrcPort: src.Port(), DstPort: dst.Port()}
 	}
 	out0, out1, in := env(local, peer, 0), env(local, peer, 0x2a2a), env(peer, local, 0x0105)
+	q := samplePacket(t, wire.RCSendOnly, 4, &out0) // sent in parts, its payload gathered
 	sent := []conn.Message{
 		{Buf: samplePacket(t, wire.RCSendOnly, 1, &out0), Addr: peer},
 		{Buf: samplePacket(t, wire.RCSendOnly, 2, &out1), Addr: peer, IPID: 0x2a2a, HasIPID: true},
+		{Buf: q[:wire.BTHSize], Body: q[wire.BTHSize : len(q)-wire.ICRCSize], Tail: q[len(q)-wire.ICRCSize:], Addr: peer},
 	}
 	p := samplePacket(t, wire.RCAcknowledge, 3, &in)
 	recvd := []conn.Message{{Buf: append(p, make([]byte, 100)...), N: len(p), Addr: peer}}
@@ -213,7 +215,7 @@ func TestRecorder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []wire.Envelope{out0, out1, in} {
+	for i, want := range []wire.Envelope{out0, out1, out0, in} {
 		f, err := pr.Next()
 		if err != nil {
 			t.Fatalf("frame %d: %v", i, err)

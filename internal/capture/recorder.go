@@ -14,8 +14,9 @@ import (
 // conn.Observe; the conn decorator serialises its calls. It is a debugging
 // aid: it allocates nothing per frame but writes synchronously.
 type Recorder struct {
-	w   *Writer
-	err error // the first write error; recording stops after it
+	w     *Writer
+	err   error  // the first write error; recording stops after it
+	whole []byte // a sent datagram in parts (Body, Tail), laid end to end
 }
 
 // NewRecorder writes the pcap file header to w and returns a Recorder.
@@ -43,7 +44,12 @@ func (r *Recorder) Sent(local netip.AddrPort, msgs []conn.Message) {
 		if m.HasIPID {
 			env.IPID = m.IPID
 		}
-		r.record(now, &env, m.Buf)
+		d := m.Buf
+		if len(m.Body)+len(m.Tail) > 0 {
+			r.whole = m.AppendDatagram(r.whole[:0])
+			d = r.whole
+		}
+		r.record(now, &env, d)
 	}
 }
 

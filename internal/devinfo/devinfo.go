@@ -78,12 +78,15 @@ var capFlags = []struct {
 	{1 << 11, "SYS_IMAGE_GUID"},
 	{1 << 12, "RC_RNR_NAK_GEN"},
 	{1 << 13, "SRQ_RESIZE"},
+	{1 << 17, "MEM_WINDOW"},
+	{1 << 21, "MEM_MGT_EXTENSIONS"}, // as rxe: LOCAL_INV, SEND_WITH_INV, type 2 windows (fast registration has no user verb)
+	{1 << 24, "MEM_WINDOW_TYPE_2B"},
 }
 
 // deviceAttrs writes ibv_devinfo -v's device attributes in rdma-core 44's
-// layout. What goverbs lacks (end-to-end contexts, memory windows,
-// multicast, on-demand paging, TSO, RSS, rate limits, tag matching)
-// reads 0 or unsupported, as the C tool shows it for devices without it.
+// layout. What goverbs lacks (end-to-end contexts, multicast, on-demand
+// paging, TSO, RSS, rate limits, tag matching) reads 0 or unsupported, as
+// the C tool shows it for devices without it.
 func deviceAttrs(w io.Writer, a *verbs.DeviceAttr) {
 	var flags uint32
 	for _, f := range capFlags {
@@ -114,7 +117,10 @@ func deviceAttrs(w io.Writer, a *verbs.DeviceAttr) {
 	p("\tmax_qp_init_rd_atom:\t\t%d", a.MaxQPInitRdAtom)
 	p("\tmax_ee_init_rd_atom:\t\t0")
 	p("\tatomic_cap:\t\t\t%s", atomic)
-	for _, name := range []string{"\tmax_ee:\t\t\t\t", "\tmax_rdd:\t\t\t", "\tmax_mw:\t\t\t\t", "\tmax_raw_ipv6_qp:\t\t",
+	p("\tmax_ee:\t\t\t\t0")
+	p("\tmax_rdd:\t\t\t0")
+	p("\tmax_mw:\t\t\t\t%d", a.MaxMW)
+	for _, name := range []string{"\tmax_raw_ipv6_qp:\t\t",
 		"\tmax_raw_ethy_qp:\t\t", "\tmax_mcast_grp:\t\t\t", "\tmax_mcast_qp_attach:\t\t", "\tmax_total_mcast_qp_attach:\t",
 		"\tmax_ah:\t\t\t\t", "\tmax_fmr:\t\t\t"} {
 		p("%s0", name)

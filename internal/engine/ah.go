@@ -24,16 +24,15 @@ type AH struct {
 // QP's protection domain.
 var ErrInvalidAH = errors.New("UD send needs an open address handle of the QP's protection domain")
 
-// InitAH makes ah an address handle of protection domain pd for a
-// (ibv_create_ah). The caller provides the memory: the verbs layer keeps
-// the engine's AH inside its own, so that a work request can name it.
-func (d *Device) InitAH(ah *AH, pd uint32, a *AHAttr) error {
+// CreateAH makes an address handle of protection domain pd for a
+// (ibv_create_ah).
+func (d *Device) CreateAH(pd uint32, a *AHAttr) (*AH, error) {
 	if err := d.checkAV(a); err != nil {
-		return err
+		return nil, err
 	}
-	ah.pd, ah.attr = pd, *a
+	ah := &AH{pd: pd, attr: *a}
 	ah.dest, ah.env = d.route(a)
-	return nil
+	return ah, nil
 }
 
 // Attr returns the attributes the AH was made with (ibv_query_ah).

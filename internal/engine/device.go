@@ -19,6 +19,7 @@ const (
 	MaxSGE        = 32
 	MaxCQE        = 1<<15 - 1
 	MaxMR         = 1 << 16
+	MaxMW         = 1 << 16 // memory windows, a key range of their own
 	MaxSRQ        = 1 << 16
 	MaxInlineData = 512
 	MaxQPRdAtomic = 128
@@ -103,7 +104,7 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 		planner:   planner(cfg.Bind),
 		local:     netip.AddrPortFrom(local.Addr().Unmap(), local.Port()),
 		activeMTU: mtu,
-		mrs:       mem.NewTable(MaxMR),
+		mrs:       mem.NewTable(MaxMR, MaxMW),
 		timers:    newTimerQueue(),
 		worker:    make(chan *QP, 1024),
 		events:    make(chan Event, eventDepth),

@@ -66,6 +66,10 @@ func (qp *QP) checkSendWR(wr *SendWR) error {
 	if !qp.kind.allows(wr.Opcode) {
 		return ErrBadOpcode
 	}
+	switch wr.Opcode {
+	case ib.WRBindMW, ib.WRLocalInv:
+		return checkMWOp(wr) // mw.go
+	}
 	if !qp.kind.connected {
 		if err := qp.checkDatagramWR(wr); err != nil {
 			return err
@@ -100,7 +104,7 @@ func (qp *QP) checkSendWR(wr *SendWR) error {
 	}
 	if wr.Flags&ib.SendInline != 0 {
 		switch wr.Opcode {
-		case ib.WRSend, ib.WRSendWithImm, ib.WRRDMAWrite, ib.WRRDMAWriteWithImm:
+		case ib.WRSend, ib.WRSendWithImm, ib.WRRDMAWrite, ib.WRRDMAWriteWithImm, ib.WRSendWithInv:
 		default:
 			return ErrInlineOpcode
 		}
@@ -116,7 +120,10 @@ func (qp *QP) checkSendWR(wr *SendWR) error {
 func (qp *QP) fillSendWQE(w *sendWQE, wr *SendWR) error {
 	w.wrID, w.opcode, w.flags, w.imm = wr.WRID, wr.Opcode, wr.Flags, wr.Imm
 	w.remoteAddr, w.rkey, w.compareAdd, w.swap = wr.RemoteAddr, wr.RKey, wr.CompareAdd, wr.Swap
-	w.ah, w.remoteQPN, w.qkey = wr.AH, uint32(wr.RemoteQPN), wr.RemoteQKey
+	w.ah, w.remoteQPN, w.qkey = nil, uint32(wr.RemoteQPN), wr.RemoteQKey
+	if wr.AH != nil {
+		w.ah = *wr.AH
+	}
 	w.signaled = qp.sqSigAll || wr.Flags&ib.SendSignaled != 0
 	w.state, w.status, w.sent = wqePosted, ib.WCSuccess, 0
 	w.sge = append(w.sge[:0], wr.SGList...)
@@ -125,6 +132,10 @@ func (qp *QP) fillSendWQE(w *sendWQE, wr *SendWR) error {
 		w.length += w.sge[i].Length
 	}
 	w.inline = w.inline[:0]
+	switch wr.Opcode {
+	case ib.WRSendWithInv, ib.WRLocalInv, ib.WRBindMW:
+		fillMWOp(w, wr) // mw.go
+	}
 	if wr.Flags&ib.SendInline == 0 {
 		return nil
 	}

@@ -296,6 +296,7 @@ func (qp *QP) turn() (more bool) {
 	if qp.State() != ib.QPStateErr && qp.kind.request(qp, now, turnBudget) {
 		more = true
 	}
+	qp.completeLocal() // mw.go
 	// The coalesced ACK goes after the requests (they are of another PSN
 	// space, so their order does not matter to either side): an ACK is
 	// shorter than a request, and a GSO run may end with one shorter

@@ -56,7 +56,8 @@ var qpKinds = [...]qpKind{
 	ib.QPTypeRC: {
 		transport: wire.TransportRC,
 		ops: ops(ib.WRSend, ib.WRSendWithImm, ib.WRRDMAWrite, ib.WRRDMAWriteWithImm,
-			ib.WRRDMARead, ib.WRAtomicCmpAndSwp, ib.WRAtomicFetchAndAdd),
+			ib.WRRDMARead, ib.WRAtomicCmpAndSwp, ib.WRAtomicFetchAndAdd,
+			ib.WRSendWithInv, ib.WRBindMW, ib.WRLocalInv),
 		connected: true, acked: true,
 		request: (*QP).request,
 		respond: func(qp *QP, in *inPkt) { qp.respond(in.p) },

@@ -27,6 +27,7 @@ type fuzzRig struct {
 	mem    []byte        // guard bytes around region
 	key    mem.Key
 	cq     *CQ
+	mtu    ib.MTU // the path MTU connect sets: the device's active MTU
 }
 
 const (
@@ -66,7 +67,7 @@ func newFuzzRigType(tb testing.TB, typ ib.QPType, tweaks ...rigTweak) *fuzzRig {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r := &fuzzRig{typ: typ, dev: d, qp: qp, peer: b, cq: cq, net: net, mem: make([]byte, 3*1024)}
+	r := &fuzzRig{typ: typ, dev: d, qp: qp, peer: b, cq: cq, net: net, mem: make([]byte, 3*1024), mtu: cfg.ActiveMTU}
 	r.region = r.mem[1024:2048]
 	reg, err := d.MRs().Register(1, r.region, ib.AccessLocalWrite|ib.AccessRemoteWrite|ib.AccessRemoteRead|ib.AccessRemoteAtomic)
 	if err != nil {
@@ -79,44 +80,49 @@ func newFuzzRigType(tb testing.TB, typ ib.QPType, tweaks ...rigTweak) *fuzzRig {
 	return r
 }
 
-// rigSteps are the modifies that take a fuzz rig's QP of each type from
-// any state to RTS towards the raw peer, expecting PSN 0.
-var rigSteps = map[ib.QPType][]struct {
+// rigStep is one modify of a rig's QP.
+type rigStep struct {
 	a QPAttr
 	m ib.QPAttrMask
-}{
-	ib.QPTypeRC: {
-		{QPAttr{State: ib.QPStateReset}, ib.QPAttrState},
-		{QPAttr{State: ib.QPStateInit, PortNum: 1, AccessFlags: ib.AccessLocalWrite | ib.AccessRemoteWrite | ib.AccessRemoteRead | ib.AccessRemoteAtomic},
-			ib.QPAttrState | ib.QPAttrPKeyIndex | ib.QPAttrPort | ib.QPAttrAccessFlags},
-		{QPAttr{State: ib.QPStateRTR, PathMTU: ib.MTU256, DestQPN: fuzzPeerQPN, MaxDestRdAtomic: 4, MinRNRTimer: 1,
-			AH: AHAttr{IsGlobal: true, DGID: ib.GIDFromAddr(netip.MustParseAddr("10.0.0.2"))}},
-			ib.QPAttrState | ib.QPAttrAV | ib.QPAttrPathMTU | ib.QPAttrDestQPN | ib.QPAttrRQPSN | ib.QPAttrMaxDestRdAtomic | ib.QPAttrMinRNRTimer},
-		{QPAttr{State: ib.QPStateRTS, Timeout: 1, RetryCnt: 1, RNRRetry: 1, MaxRdAtomic: 4},
-			ib.QPAttrState | ib.QPAttrSQPSN | ib.QPAttrTimeout | ib.QPAttrRetryCnt | ib.QPAttrRNRRetry | ib.QPAttrMaxQPRdAtomic},
-	},
-	ib.QPTypeUC: {
-		{QPAttr{State: ib.QPStateReset}, ib.QPAttrState},
-		{QPAttr{State: ib.QPStateInit, PortNum: 1, AccessFlags: ib.AccessLocalWrite | ib.AccessRemoteWrite},
-			ib.QPAttrState | ib.QPAttrPKeyIndex | ib.QPAttrPort | ib.QPAttrAccessFlags},
-		{QPAttr{State: ib.QPStateRTR, PathMTU: ib.MTU256, DestQPN: fuzzPeerQPN,
-			AH: AHAttr{IsGlobal: true, DGID: ib.GIDFromAddr(netip.MustParseAddr("10.0.0.2"))}},
-			ib.QPAttrState | ib.QPAttrAV | ib.QPAttrPathMTU | ib.QPAttrDestQPN | ib.QPAttrRQPSN},
-		{QPAttr{State: ib.QPStateRTS}, ib.QPAttrState | ib.QPAttrSQPSN},
-	},
-	ib.QPTypeUD: {
-		{QPAttr{State: ib.QPStateReset}, ib.QPAttrState},
-		{QPAttr{State: ib.QPStateInit, PortNum: 1, QKey: fuzzQKey}, ib.QPAttrState | ib.QPAttrPKeyIndex | ib.QPAttrPort | ib.QPAttrQKey},
-		{QPAttr{State: ib.QPStateRTR}, ib.QPAttrState},
-		{QPAttr{State: ib.QPStateRTS}, ib.QPAttrState | ib.QPAttrSQPSN},
-	},
+}
+
+// steps are the modifies that take the rig's QP, of its type, from any
+// state to RTS towards the raw peer, expecting PSN 0.
+func (r *fuzzRig) steps() []rigStep {
+	return map[ib.QPType][]rigStep{
+		ib.QPTypeRC: {
+			{QPAttr{State: ib.QPStateReset}, ib.QPAttrState},
+			{QPAttr{State: ib.QPStateInit, PortNum: 1, AccessFlags: ib.AccessLocalWrite | ib.AccessRemoteWrite | ib.AccessRemoteRead | ib.AccessRemoteAtomic},
+				ib.QPAttrState | ib.QPAttrPKeyIndex | ib.QPAttrPort | ib.QPAttrAccessFlags},
+			{QPAttr{State: ib.QPStateRTR, PathMTU: r.mtu, DestQPN: fuzzPeerQPN, MaxDestRdAtomic: 4, MinRNRTimer: 1,
+				AH: AHAttr{IsGlobal: true, DGID: ib.GIDFromAddr(r.env.Src)}},
+				ib.QPAttrState | ib.QPAttrAV | ib.QPAttrPathMTU | ib.QPAttrDestQPN | ib.QPAttrRQPSN | ib.QPAttrMaxDestRdAtomic | ib.QPAttrMinRNRTimer},
+			{QPAttr{State: ib.QPStateRTS, Timeout: 1, RetryCnt: 1, RNRRetry: 1, MaxRdAtomic: 4},
+				ib.QPAttrState | ib.QPAttrSQPSN | ib.QPAttrTimeout | ib.QPAttrRetryCnt | ib.QPAttrRNRRetry | ib.QPAttrMaxQPRdAtomic},
+		},
+		ib.QPTypeUC: {
+			{QPAttr{State: ib.QPStateReset}, ib.QPAttrState},
+			{QPAttr{State: ib.QPStateInit, PortNum: 1, AccessFlags: ib.AccessLocalWrite | ib.AccessRemoteWrite},
+				ib.QPAttrState | ib.QPAttrPKeyIndex | ib.QPAttrPort | ib.QPAttrAccessFlags},
+			{QPAttr{State: ib.QPStateRTR, PathMTU: r.mtu, DestQPN: fuzzPeerQPN,
+				AH: AHAttr{IsGlobal: true, DGID: ib.GIDFromAddr(r.env.Src)}},
+				ib.QPAttrState | ib.QPAttrAV | ib.QPAttrPathMTU | ib.QPAttrDestQPN | ib.QPAttrRQPSN},
+			{QPAttr{State: ib.QPStateRTS}, ib.QPAttrState | ib.QPAttrSQPSN},
+		},
+		ib.QPTypeUD: {
+			{QPAttr{State: ib.QPStateReset}, ib.QPAttrState},
+			{QPAttr{State: ib.QPStateInit, PortNum: 1, QKey: fuzzQKey}, ib.QPAttrState | ib.QPAttrPKeyIndex | ib.QPAttrPort | ib.QPAttrQKey},
+			{QPAttr{State: ib.QPStateRTR}, ib.QPAttrState},
+			{QPAttr{State: ib.QPStateRTS}, ib.QPAttrState | ib.QPAttrSQPSN},
+		},
+	}[r.typ]
 }
 
 // connect (re)connects the QP to the raw peer, expecting PSN 0, and posts
 // a receive of 512 bytes.
 func (r *fuzzRig) connect(tb testing.TB) {
 	qp := r.qp
-	for _, s := range rigSteps[r.typ] {
+	for _, s := range r.steps() {
 		if err := qp.Modify(&s.a, s.m); err != nil {
 			tb.Fatal(err)
 		}
@@ -212,6 +218,7 @@ func fuzzSeeds(r *fuzzRig) [][]byte {
 	add(wire.RCFetchAdd, 5, 0, func(p wire.Packet) {
 		p.AtomicETH().Encode(&wire.AtomicETHFields{VA: va + 1016, RKey: uint32(r.key), SwapAdd: 1})
 	})
+	add(wire.RCSendOnlyWithInvalidate, 0, 8, func(p wire.Packet) { p.IETH().SetRKey(uint32(r.key)) })
 	add(wire.RCAcknowledge, 0, 0, func(p wire.Packet) { p.AETH().SetSyndrome(wire.NAKSyndrome(wire.NAKRemoteAccess)) })
 	add(wire.RCReadResponseOnly, 0, 8, func(p wire.Packet) { p.AETH().SetSyndrome(0x1f) })
 	add(wire.RCAtomicAcknowledge, 0, 0, nil)

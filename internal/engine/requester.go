@@ -10,9 +10,13 @@ import (
 )
 
 const (
-	// ackEvery asks for an ACK inside long messages after this many
-	// packets without one (rxe: RXE_MAX_PKT_PER_ACK), so the window moves.
+	// ackEvery asks for an ACK after this many packets without one
+	// (rxe: RXE_MAX_PKT_PER_ACK), so the window moves.
 	ackEvery = 64
+	// cleanPath is how many packets must have gone without a go-back-N
+	// before the requester stops asking for an ACK at the end of every
+	// message (ackWanted).
+	cleanPath = 4096
 	// defaultPKey is the only partition key: full member of the default
 	// partition.
 	defaultPKey = 0xffff
@@ -27,6 +31,7 @@ type requester struct {
 	cur             uint32   // send-queue index of the WQE being sent
 	rdAtomicStarted uint32   // READ/atomic WQEs started; less comp.rdAtomicDone, those in flight
 	noAck           int      // packets sent since the last one with AckReq
+	clean           int      // packets sent since the last go-back-N, up to cleanPath
 	resends         uint32   // go-back-N requests of the completer acted on (comp.resends)
 	win             window   // PSNs that may be in flight without an acknowledgement
 }
@@ -57,10 +62,14 @@ func (qp *QP) request(now time.Time, budget int) (more bool) {
 				return false
 			}
 		}
-		if qp.req.win.full(qp.req.psn, qp.comp.psn) || !qp.ccAllows(now) {
-			return false
+		if w.isLocal() {
+			qp.execLocal(w) // no packet: no window or rate applies (mw.go)
+		} else {
+			if qp.req.win.full(qp.req.psn, qp.comp.psn) || !qp.ccAllows(now) {
+				return false
+			}
+			qp.sendNext(w, now)
 		}
-		qp.sendNext(w, now)
 		switch w.state {
 		case wqeFailed:
 			if qp.sq.Head() == qp.req.cur {
@@ -84,6 +93,7 @@ func (qp *QP) catchUp() {
 	if qp.resendPending() {
 		qp.req.win.loss(qp.comp.psn, qp.req.maxPSN)
 		qp.req.resends = qp.comp.resends
+		qp.req.clean = 0
 		qp.rewind()
 	}
 }
@@ -115,6 +125,9 @@ func (qp *QP) rewind() {
 		w := qp.sq.At(i)
 		if w.state == wqePosted || w.state == wqeFailed {
 			break
+		}
+		if w.isLocal() {
+			continue // executed once, never again
 		}
 		w.sent = 0
 		if i == qp.sq.Head() && !w.isReadAtomic() {
@@ -186,7 +199,64 @@ func (qp *QP) sendNext(w *sendWQE, now time.Time) {
 	} else {
 		qp.req.noAck++
 	}
+	qp.req.clean = min(qp.req.clean+1, cleanPath)
 	qp.comp.startTimer(now, &qp.attr)
+}
+
+// ackWanted reports whether the last packet of the WQE being sent should
+// ask for an ACK. On a path that lost nothing in the last cleanPath
+// packets, only when no WQE is queued behind it, so that the sender's
+// completions do not wait, or when it fills the send window, which only
+// an ACK reopens: a stream of messages is then acknowledged every
+// ackEvery packets instead of after every message, and the responder
+// sends, and the requester takes, a fraction of the ACKs (ib_write_bw
+// 64 KiB over loopback: 0.69 ACKs per message, a seventh of the
+// responder's CPU in sending them, down to 0.25). Otherwise at the end of
+// every message, as rxe does: a responder tells of a gap when a packet
+// asks for an ACK (doc/protocol.md §6.3), so on a lossy path sparse
+// requests would delay every go-back-N (BenchmarkLossRecovery's netem
+// WRITE lost a fifth of its rate with them).
+func (qp *QP) ackWanted() bool {
+	return qp.req.clean < cleanPath || qp.lastToSend() || qp.req.win.fills(qp.req.psn, qp.comp.psn)
+}
+
+// gatherMin is the payload from which a packet's payload is sent from its
+// memory region instead of copied into the packet buffer: the link then
+// gathers it as an iovec of its own, which for a few bytes costs more than
+// the copy it saves.
+const gatherMin = 512
+
+// queuePayload seals p, whose headers are filled, for envelope e with the
+// n payload bytes of w from w.sent, and queues it to dst (a connected QP's
+// peer, a UD send's address handle): from the WQE's inline copy; from the
+// memory region itself, without a copy, when they lie in one SGE and are
+// at least gatherMin (doc/design.md §2, "Transmit"); otherwise copied out
+// of the SGEs. It reports false, queueing nothing, on a local protection
+// fault.
+func (qp *QP) queuePayload(w *sendWQE, p wire.Packet, e *wire.Envelope, dst *netip.AddrPort, n uint32) bool {
+	crc := p.StartICRC(e)
+	switch {
+	case w.flags&ib.SendInline != 0:
+		crc.Copy(p.Payload(), w.inline[w.sent:w.sent+n])
+	case n >= gatherMin:
+		if ref, f, one := qp.sgeSpan(w.sge, w.sent, n); one {
+			if f != mem.FaultNone {
+				return false
+			}
+			crc.Write(ref.Bytes())
+			p.SealICRCState(crc)
+			qp.xmit.queueGatheredTo(qp, p, ref, dst)
+			return true
+		}
+		fallthrough
+	default:
+		if qp.gatherSGEs(w.sge, w.sent, p.Payload(), &crc) != mem.FaultNone {
+			return false
+		}
+	}
+	p.SealICRCState(crc)
+	qp.xmit.queueSealedTo(qp, p, dst)
+	return true
 }
 
 // sendSegment sends the next packet of a SEND or RDMA WRITE message, whose
@@ -198,9 +268,8 @@ func (qp *QP) sendSegment(w *sendWQE, f *wire.BTHFields) bool {
 	n := min(resid, qp.mtu)
 	last := pos == posLast || pos == posOnly
 	f.Opcode = rcOpcodes[w.opcode][pos] + wire.Opcode(qp.kind.transport)
-	f.AckRequest = qp.kind.acked && (last || qp.req.noAck >= ackEvery)
-	f.SolicitedEvent = last && w.flags&ib.SendSolicited != 0 &&
-		(w.opcode == ib.WRSend || w.opcode == ib.WRSendWithImm || w.opcode == ib.WRRDMAWriteWithImm)
+	f.AckRequest = qp.kind.acked && (qp.req.noAck >= ackEvery || last && qp.ackWanted())
+	f.SolicitedEvent = last && w.flags&ib.SendSolicited != 0 && (w.isSend() || w.opcode == ib.WRRDMAWriteWithImm)
 	p := qp.xmit.start(qp, f, int(n))
 	if h := p.RETH(); h != nil {
 		h.Encode(&wire.RETHFields{VA: w.remoteAddr, RKey: uint32(w.rkey), DMALength: w.length})
@@ -208,7 +277,12 @@ func (qp *QP) sendSegment(w *sendWQE, f *wire.BTHFields) bool {
 	if h := p.ImmDt(); h != nil {
 		h.SetImm(w.imm)
 	}
-	if !qp.gatherSealed(w, p, &qp.env, qp.peer.Load(), n) {
+	if h := p.IETH(); h != nil {
+		h.SetRKey(w.imm)
+	}
+	if !qp.queuePayload(w, p, &qp.env, qp.peer.Load(), n) {
+		qp.xmit.abort()
+		w.state, w.status = wqeFailed, compErrors[compLocalProt].status
 		return false
 	}
 	qp.req.psn = qp.req.psn.Next()
@@ -216,22 +290,5 @@ func (qp *QP) sendSegment(w *sendWQE, f *wire.BTHFields) bool {
 	if w.sent == w.length {
 		w.state = wqeSent
 	}
-	return true
-}
-
-// gatherSealed copies the n bytes of w's message from w.sent on into p's
-// payload, sealing p's ICRC for e as it reads them, and queues p to dst.
-// A local protection fault (doc/protocol.md §12.4) fails w instead.
-func (qp *QP) gatherSealed(w *sendWQE, p wire.Packet, e *wire.Envelope, dst *netip.AddrPort, n uint32) bool {
-	crc := p.StartICRC(e)
-	if w.flags&ib.SendInline != 0 {
-		crc.Copy(p.Payload(), w.inline[w.sent:w.sent+n])
-	} else if fault := qp.gatherSGEs(w.sge, w.sent, p.Payload(), &crc); fault != mem.FaultNone {
-		qp.xmit.abort()
-		w.state, w.status = wqeFailed, compErrors[compLocalProt].status
-		return false
-	}
-	p.SealICRCState(crc)
-	qp.xmit.queueTo(p, dst, e.IPID)
 	return true
 }

@@ -14,7 +14,10 @@ const privilegedQKey = 1 << 31
 // checkDatagramWR checks what a UD send adds to a work request
 // (ibv_send_wr.wr.ud): an open address handle of the QP's PD.
 func (qp *QP) checkDatagramWR(wr *SendWR) error {
-	if ah := wr.AH; ah == nil || ah.pd != qp.pd || ah.closed.Load() {
+	if wr.AH == nil {
+		return ErrInvalidAH
+	}
+	if ah := *wr.AH; ah == nil || ah.pd != qp.pd || ah.closed.Load() {
 		return ErrInvalidAH
 	}
 	return nil
@@ -47,7 +50,10 @@ func (qp *QP) sendDatagram(w *sendWQE) {
 	if h := p.ImmDt(); h != nil {
 		h.SetImm(w.imm)
 	}
-	if qp.gatherSealed(w, p, &w.ah.env, &w.ah.dest, w.length) {
-		w.state = wqeSent
+	if !qp.queuePayload(w, p, &w.ah.env, &w.ah.dest, w.length) {
+		qp.xmit.abort()
+		w.state, w.status = wqeFailed, compErrors[compLocalProt].status
+		return
 	}
+	w.state = wqeSent
 }

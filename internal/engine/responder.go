@@ -163,7 +163,7 @@ func (qp *QP) execute(p wire.Packet, psn wire.PSN) respOutcome {
 // remote access error (NAK code 2, IBA table 43). The caller releases the
 // ref.
 func (qp *QP) remote(rkey uint32, va uint64, n uint32, need ib.AccessFlags) (mem.Ref, respOutcome) {
-	ref, f := qp.dev.mrs.Acquire(mem.Key(rkey), qp.pd, va, uint64(n), need)
+	ref, f := qp.dev.mrs.AcquireRemote(mem.Key(rkey), qp.pd, qp.qpn, va, uint64(n), need)
 	if f != mem.FaultNone {
 		return ref, errRemoteAccess
 	}
@@ -244,12 +244,10 @@ func (qp *QP) respSend(p wire.Packet, psn wire.PSN) respOutcome {
 	r.recvOff += uint32(len(data))
 	r.inSend = !info.Is(wire.OpLast)
 	if info.Is(wire.OpLast) {
-		var imm *uint32
-		if h := p.ImmDt(); h != nil {
-			v := h.Imm()
-			imm = &v
+		if o := qp.invalidateIETH(p); o != respDone { // responder_inv.go
+			return o
 		}
-		qp.completeRecv(ib.WCRecv, r.recvOff, imm, p.BTH().SolicitedEvent())
+		qp.completeRecv(ib.WCRecv, r.recvOff, p)
 		r.msn++
 	}
 	qp.acceptRequest(p, psn)
@@ -299,9 +297,8 @@ func (qp *QP) respWrite(p wire.Packet, psn wire.PSN) respOutcome {
 	r.write.resid -= n
 	r.inWrite = !info.Is(wire.OpLast)
 	if info.Is(wire.OpLast) {
-		if h := p.ImmDt(); h != nil {
-			v := h.Imm()
-			qp.completeRecv(ib.WCRecvRDMAWithImm, r.write.total, &v, p.BTH().SolicitedEvent())
+		if p.ImmDt() != nil {
+			qp.completeRecv(ib.WCRecvRDMAWithImm, r.write.total, p)
 		}
 		r.msn++
 	}
@@ -338,14 +335,18 @@ func (qp *QP) respFail(e respOutcome, psn wire.PSN) {
 	qp.enterError(c.event)
 }
 
-// completeRecv completes the receive WQE in use; se is the last packet's
-// solicited-event bit.
-func (qp *QP) completeRecv(op ib.WCOpcode, n uint32, imm *uint32, se bool) {
+// completeRecv completes the receive WQE in use, at p, the message's last
+// packet: its immediate data or the key it invalidated (which share the
+// field, as in ibv_wc), and its solicited-event bit.
+func (qp *QP) completeRecv(op ib.WCOpcode, n uint32, p wire.Packet) {
 	wc := WC{WRID: qp.resp.wqe.wrID, Opcode: op, ByteLen: n, QPNum: ib.QPN(qp.qpn), SrcQP: qp.attr.DestQPN}
-	if imm != nil {
-		wc.Imm, wc.Flags = *imm, ib.WCFlagWithImm
+	if h := p.ImmDt(); h != nil {
+		wc.Imm, wc.Flags = h.Imm(), ib.WCFlagWithImm
 	}
-	qp.recvCQ.pushSolicited(&wc, se)
+	if h := p.IETH(); h != nil {
+		wc.Imm, wc.Flags = h.RKey(), ib.WCFlagWithInv
+	}
+	qp.recvCQ.pushSolicited(&wc, p.BTH().SolicitedEvent())
 	qp.dev.counters.inc(RDMARecvs)
 	qp.resp.haveWQE = false
 }

@@ -146,9 +146,10 @@ func (qp *QP) streamRead(now time.Time, budget int) int {
 			h.Encode(&wire.AETHFields{Syndrome: wire.ACKSyndrome(wire.CreditsUnlimited), MSN: r.msn})
 		}
 		crc := p.StartICRC(&qp.env)
+		var ref mem.Ref
 		if size > 0 {
-			ref, o := qp.remote(r.rkey, r.va+uint64(r.off), size, ib.AccessRemoteRead)
-			if o != respDone {
+			var o respOutcome
+			if ref, o = qp.remote(r.rkey, r.va+uint64(r.off), size, ib.AccessRemoteRead); o != respDone {
 				qp.xmit.abort()
 				r.active = false
 				qp.respFail(o, r.reqPSN)
@@ -157,11 +158,18 @@ func (qp *QP) streamRead(now time.Time, budget int) int {
 				}
 				return n
 			}
+		}
+		if size >= gatherMin {
+			// Sent from the region, as the requester sends a payload.
+			crc.Write(ref.Bytes())
+			p.SealICRCState(crc)
+			qp.xmit.queueGathered(qp, p, ref)
+		} else {
 			crc.Copy(p.Payload(), ref.Bytes())
 			ref.Release()
+			p.SealICRCState(crc)
+			qp.xmit.queueSealed(qp, p)
 		}
-		p.SealICRCState(crc)
-		qp.xmit.queueSealed(qp, p)
 		pace.spend(len(p))
 		qp.countResponse(r.psn)
 		r.off += size

@@ -1,6 +1,9 @@
 package engine
 
-import "github.com/goverbs/goverbs/internal/ib"
+import (
+	"github.com/goverbs/goverbs/internal/ib"
+	"github.com/goverbs/goverbs/internal/mem"
+)
 
 // SGE is a scatter/gather element: Length bytes at virtual address Addr in
 // the memory region with key LKey (struct ibv_sge).
@@ -21,6 +24,9 @@ type SendWR struct {
 	// Imm is the immediate data of *_WITH_IMM, in host order; it travels
 	// big-endian in the ImmDt header.
 	Imm uint32
+	// InvalidateRKey is the key SEND_WITH_INV invalidates at the
+	// responder, or LOCAL_INV here (ibv_send_wr.invalidate_rkey).
+	InvalidateRKey ib.RKey
 	// RemoteAddr and RKey address the target of RDMA and atomic operations.
 	RemoteAddr uint64
 	RKey       ib.RKey
@@ -28,10 +34,32 @@ type SendWR struct {
 	// (FETCH_AND_ADD); Swap is the swap value.
 	CompareAdd, Swap uint64
 	// AH, RemoteQPN and RemoteQKey address a UD send (wr.ud): the
-	// destination's address handle, QP number and Q_Key.
-	AH         *AH
+	// destination's address handle, QP number and Q_Key. AH points at an
+	// object whose first word is the handle, as BindMW's pointers do: the
+	// verbs AH begins so.
+	AH         **AH
 	RemoteQPN  ib.QPN
 	RemoteQKey uint32
+	// BindMW is the bind of BIND_MW.
+	BindMW BindMW
+}
+
+// BindMW is the bind_mw part of a send work request: the window, the key
+// it gets, and what it is bound to. MW and BindInfo.MR point at objects
+// whose first word is the window or region: the verbs MW and MR begin so
+// (verbs/convert_unsafe.go).
+type BindMW struct {
+	MW       **mem.Window
+	RKey     ib.RKey
+	BindInfo MWBindInfo
+}
+
+// MWBindInfo is what a window is bound to (struct ibv_mw_bind_info).
+type MWBindInfo struct {
+	MR            **mem.Region
+	Addr          uint64
+	Length        uint64
+	MWAccessFlags ib.AccessFlags
 }
 
 // RecvWR is a receive work request (struct ibv_recv_wr).

@@ -144,6 +144,11 @@ func (w *window) loss(from, sent wire.PSN) {
 	w.recover, w.shrunk = sent, true
 }
 
+// fills reports whether sending psn leaves the window full.
+func (w *window) fills(psn, acked wire.PSN) bool {
+	return psn.Next().Diff(acked) >= int32(w.size)
+}
+
 // full reports whether psn is past the window from the first PSN not yet
 // acknowledged, and notes that the window held the sender back.
 func (w *window) full(psn, acked wire.PSN) bool {

@@ -21,7 +21,7 @@ type sendWQE struct {
 	wrID       uint64
 	opcode     ib.WROpcode
 	flags      ib.SendFlags
-	imm        uint32
+	imm        uint32 // immediate data, or the key SEND_WITH_INV and LOCAL_INV invalidate
 	remoteAddr uint64
 	rkey       ib.RKey
 	compareAdd uint64
@@ -30,6 +30,7 @@ type sendWQE struct {
 	inline     []byte // inline data, cap = the QP's MaxInlineData
 	length     uint32 // message length
 	signaled   bool
+	bind       *mwBind // of BIND_MW, made at the slot's first (mw.go)
 	// The destination of a UD send (requester_ud.go).
 	ah        *AH
 	remoteQPN uint32
@@ -91,6 +92,9 @@ var wcOpcodes = [...]ib.WCOpcode{
 	ib.WRRDMARead:          ib.WCRDMARead,
 	ib.WRAtomicCmpAndSwp:   ib.WCCompSwap,
 	ib.WRAtomicFetchAndAdd: ib.WCFetchAdd,
+	ib.WRLocalInv:          ib.WCLocalInv,
+	ib.WRBindMW:            ib.WCBindMW,
+	ib.WRSendWithInv:       ib.WCSend,
 }
 
 // position is where a packet sits in its message.
@@ -125,6 +129,7 @@ var rcOpcodes = [...][4]wire.Opcode{
 	ib.WRSendWithImm:      {wire.RCSendFirst, wire.RCSendMiddle, wire.RCSendLastWithImmediate, wire.RCSendOnlyWithImmediate},
 	ib.WRRDMAWrite:        {wire.RCWriteFirst, wire.RCWriteMiddle, wire.RCWriteLast, wire.RCWriteOnly},
 	ib.WRRDMAWriteWithImm: {wire.RCWriteFirst, wire.RCWriteMiddle, wire.RCWriteLastWithImmediate, wire.RCWriteOnlyWithImmediate},
+	ib.WRSendWithInv:      {wire.RCSendFirst, wire.RCSendMiddle, wire.RCSendLastWithInvalidate, wire.RCSendOnlyWithInvalidate},
 }
 
 // readResponseOpcodes picks the READ response opcode by position.

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 
 	"github.com/goverbs/goverbs/conn"
+	"github.com/goverbs/goverbs/internal/mem"
 	"github.com/goverbs/goverbs/internal/wire"
 )
 
@@ -17,10 +18,17 @@ import (
 // IDs and reseals each packet for its own (conn.IPIDPlanner). A turn's
 // packets of one QP mostly have one size (MTU-sized middles, or equal
 // small messages), so they form long runs.
+//
+// A packet whose payload lies in a memory region may leave from there: its
+// buffer holds the headers and the trailer, the message gathers the
+// region's bytes between them (conn.Message.Body), and the batch holds the
+// region until the link has sent it, so a deregistration waits for it.
 type xmitBatch struct {
 	msgs   []conn.Message
 	bufs   []*pktBuf
-	sealed []uint16 // sealed[i]: the IPv4 ID packet i's ICRC is for
+	pkts   []wire.Packet // pkts[i]: packet i laid out in bufs[i] (its payload maybe only in msgs[i].Body)
+	refs   []mem.Ref     // refs[i]: the region msgs[i].Body lies in, if any
+	sealed []uint16      // sealed[i]: the IPv4 ID packet i's ICRC is for
 	n      int
 	bytes  int64 // bytes queued since the QP was created, for congestion control
 }
@@ -33,6 +41,8 @@ func (x *xmitBatch) init(linkBatch int) {
 	size := max(linkBatch, 2*turnBudget)
 	x.msgs = make([]conn.Message, size)
 	x.bufs = make([]*pktBuf, size)
+	x.pkts = make([]wire.Packet, size)
+	x.refs = make([]mem.Ref, size)
 	x.sealed = make([]uint16, size)
 }
 
@@ -70,14 +80,36 @@ func (x *xmitBatch) queue(qp *QP, p wire.Packet) {
 // with a payload from memory are sealed from a wire.ICRCState run over the
 // region while copying (gatherSGEs), so the payload is read once besides
 // the copy.
-func (x *xmitBatch) queueSealed(qp *QP, p wire.Packet) { x.queueTo(p, qp.peer.Load(), qp.env.IPID) }
+func (x *xmitBatch) queueSealed(qp *QP, p wire.Packet) { x.queueSealedTo(qp, p, qp.peer.Load()) }
 
-// queueTo adds p, sealed for IPv4 ID id, to the batch for dst: a
-// connected QP's peer, or the address handle of a UD send.
-func (x *xmitBatch) queueTo(p wire.Packet, dst *netip.AddrPort, id uint16) {
+// queueSealedTo is queueSealed to dst: a connected QP's peer, or the
+// address handle of a UD send.
+func (x *xmitBatch) queueSealedTo(qp *QP, p wire.Packet, dst *netip.AddrPort) {
 	x.msgs[x.n] = conn.Message{Buf: p, Addr: *dst}
+	x.add(qp, p)
+}
+
+// queueGathered adds p, sealed by the caller, whose payload the link is to
+// send from the region ref holds instead of from p: the batch keeps the
+// access until the packet is sent.
+func (x *xmitBatch) queueGathered(qp *QP, p wire.Packet, ref mem.Ref) {
+	x.queueGatheredTo(qp, p, ref, qp.peer.Load())
+}
+
+// queueGatheredTo is queueGathered to dst.
+func (x *xmitBatch) queueGatheredTo(qp *QP, p wire.Packet, ref mem.Ref, dst *netip.AddrPort) {
+	h, body := p.Info().HeaderLen, ref.Bytes()
+	x.msgs[x.n] = conn.Message{Buf: p[:h], Body: body, Tail: p[h+len(body):], Addr: *dst}
+	x.refs[x.n] = ref
+	x.add(qp, p)
+}
+
+// add enters p, sealed for the QP's envelope's IPv4 ID — 0, as every
+// envelope an engine seals for, a UD send's too — in the batch.
+func (x *xmitBatch) add(qp *QP, p wire.Packet) {
+	x.pkts[x.n] = p
 	x.bytes += int64(len(p))
-	x.sealed[x.n] = id
+	x.sealed[x.n] = qp.env.IPID
 	x.n++
 }
 
@@ -127,17 +159,18 @@ func (x *xmitBatch) plan(pl conn.IPIDPlanner, from int) {
 	pl.PlanIPIDs(x.msgs[from:x.n])
 	for i := from; i < x.n; i++ {
 		if id := x.msgs[i].IPID; id != x.sealed[i] {
-			wire.Packet(x.msgs[i].Buf).ResealIPID(x.sealed[i], id)
+			x.pkts[i].ResealIPID(x.sealed[i], id)
 			x.sealed[i] = id
 		}
 	}
 }
 
-// discard frees the batch's buffers without sending.
+// discard frees the batch's buffers and regions without sending.
 func (x *xmitBatch) discard() {
 	for i := range x.n {
 		putBuf(x.bufs[i])
-		x.bufs[i] = nil
+		x.bufs[i], x.pkts[i] = nil, nil
+		x.refs[i].Release()
 		x.msgs[i] = conn.Message{}
 	}
 	x.n = 0

@@ -1,10 +1,15 @@
 package engine
 
 import (
+	"bytes"
 	"net/netip"
+	"sync"
 	"testing"
+	"testing/synctest"
 
 	"github.com/goverbs/goverbs/conn"
+	"github.com/goverbs/goverbs/internal/ib"
+	"github.com/goverbs/goverbs/internal/mem"
 	"github.com/goverbs/goverbs/internal/wire"
 )
 
@@ -38,7 +43,7 @@ func (b *planBind) Send(msgs []conn.Message) (int, error) {
 		n, b.failAfter, b.gso = b.failAfter, -1, false
 	}
 	for _, m := range msgs[:n] {
-		b.sent = append(b.sent, sentPkt{append(wire.Packet(nil), m.Buf...), m.IPID})
+		b.sent = append(b.sent, sentPkt{m.AppendDatagram(nil), m.IPID})
 	}
 	if n < len(msgs) {
 		return n, conn.ErrReplan
@@ -83,5 +88,105 @@ func TestXmitResealsForPlannedIDs(t *testing.T) {
 		if got := qp.dev.counters[SendErr].Load(); got != 0 {
 			t.Errorf("failAfter %d: SendErr = %d", failAfter, got)
 		}
+	}
+}
+
+// gatherBind records, for every datagram the device sends, whether its
+// payload part (Body) is a view of the rig's region and the whole
+// datagram, as the link would put it on the wire.
+type gatherBind struct {
+	conn.Bind
+	region []byte
+	mu     sync.Mutex
+	sent   []gathered
+}
+
+type gathered struct {
+	p        wire.Packet
+	fromMR   bool // Body lies in the region
+	bodySize int
+}
+
+func (b *gatherBind) Send(msgs []conn.Message) (int, error) {
+	b.mu.Lock()
+	for i := range msgs {
+		m := &msgs[i]
+		off := mem.AddrOf(m.Body) - mem.AddrOf(b.region) // wraps, out of range, below the region
+		in := len(m.Body) > 0 && off < uint64(len(b.region)) && &m.Body[0] == &b.region[off]
+		b.sent = append(b.sent, gathered{m.AppendDatagram(nil), in, len(m.Body)})
+	}
+	b.mu.Unlock()
+	return b.Bind.Send(msgs)
+}
+
+// A payload of gatherMin bytes or more that lies in one SGE leaves from
+// the memory region itself, not a copy; a shorter one, or one across two
+// SGEs, is copied into the packet. Either way the packet on the wire holds
+// the region's bytes and an ICRC that checks.
+func TestGatheredPayloadLeavesFromRegion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var gb *gatherBind
+		r := newPktRig(t, func(cfg *DeviceConfig, c *QPCap) {
+			gb = &gatherBind{Bind: cfg.Bind}
+			cfg.Bind, cfg.ActiveMTU = gb, ib.MTU1024
+		})
+		gb.region = r.region
+		for i := range r.region {
+			r.region[i] = byte(i*7 + 1)
+		}
+		sge := func(off, n int) SGE {
+			return SGE{Addr: mem.AddrOf(r.region) + uint64(off), Length: uint32(n), LKey: ib.LKey(r.key)}
+		}
+		for _, c := range []struct {
+			name   string
+			sges   []SGE
+			fromMR bool
+		}{
+			{"one SGE, 1000 bytes", []SGE{sge(10, 1000)}, true},
+			{"one SGE, 100 bytes", []SGE{sge(10, 100)}, false},
+			{"two SGEs, 600 bytes", []SGE{sge(0, 300), sge(500, 300)}, false},
+		} {
+			gb.mu.Lock()
+			gb.sent = nil
+			gb.mu.Unlock()
+			wr := &SendWR{Opcode: ib.WRRDMAWrite, SGList: c.sges, RemoteAddr: 0x1000, RKey: 7}
+			if _, err := r.qp.PostSend(wr); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+			gb.mu.Lock()
+			sent := gb.sent
+			gb.mu.Unlock()
+			if len(sent) != 1 {
+				t.Fatalf("%s: %d datagrams sent, want 1", c.name, len(sent))
+			}
+			g := sent[0]
+			var want []byte
+			for _, s := range c.sges {
+				off := int(s.Addr - mem.AddrOf(r.region))
+				want = append(want, r.region[off:off+int(s.Length)]...)
+			}
+			checkGathered(t, c.name, g, want, c.fromMR, &r.qp.env)
+		}
+		// A READ response streams from the region the same way.
+		gb.mu.Lock()
+		gb.sent = nil
+		gb.mu.Unlock()
+		r.inject(t, &pkt{op: wire.RCReadRequest, psn: 0, ack: true, fill: rethAt(regionKey, 20, 900)})
+		synctest.Wait()
+		gb.mu.Lock()
+		defer gb.mu.Unlock()
+		if len(gb.sent) != 1 || gb.sent[0].p.Opcode() != wire.RCReadResponseOnly {
+			t.Fatalf("after a READ request of 900 bytes the QP sent %d datagrams, want one READ RESPONSE ONLY", len(gb.sent))
+		}
+		checkGathered(t, "READ response, 900 bytes", gb.sent[0], r.region[20:920], true, &r.qp.env)
+	})
+}
+
+func checkGathered(t *testing.T, name string, g gathered, want []byte, fromMR bool, env *wire.Envelope) {
+	t.Helper()
+	if g.fromMR != fromMR || !bytes.Equal(g.p.Payload(), want) || g.p.CheckICRC(env) != nil {
+		t.Errorf("%s: payload from the region %v (%d bytes in Body), bytes right %v, ICRC %v; want from the region %v",
+			name, g.fromMR, g.bodySize, bytes.Equal(g.p.Payload(), want), g.p.CheckICRC(env), fromMR)
 	}
 }

@@ -27,7 +27,13 @@ const (
 
 const (
 	// accessMR are the flags a memory region honours.
-	accessMR = AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead | AccessRemoteAtomic
+	accessMR = AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead | AccessRemoteAtomic | AccessMWBind
+	// AccessRemote are the rights a memory window grants (IBA 10.6.7.1):
+	// windows are reached only through R_Keys.
+	AccessRemote = AccessRemoteWrite | AccessRemoteRead | AccessRemoteAtomic
+	// accessMW are the flags a window bind accepts: the remote rights, and
+	// LOCAL_WRITE, which rxe accepts and which means nothing for a window.
+	accessMW = AccessRemote | AccessLocalWrite
 	// accessOptional is IBV_ACCESS_OPTIONAL_RANGE (bits 20–29): flags a
 	// device that does not know them accepts and ignores (rdma-core
 	// ibv_reg_mr_iova2).
@@ -61,8 +67,8 @@ func (a AccessFlags) String() string { return formatFlags(uint32(a), accessNames
 // (ibv_reg_mr, doc/protocol.md §12.1). It enforces the verbs rule that
 // REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE too (linux
 // ib_check_mr_access), and rejects what this NIC does not implement:
-// MW_BIND, ZERO_BASED, ON_DEMAND, HUGETLB and any other bit below the
-// optional range. Flags of the optional range, RELAXED_ORDERING among
+// ZERO_BASED, ON_DEMAND, HUGETLB and any other bit below the optional
+// range. Flags of the optional range, RELAXED_ORDERING among
 // them, are accepted and ignored. The error wraps ErrInvalidAccessFlags.
 func (a AccessFlags) ValidForMR() error {
 	if bad := a &^ (accessMR | accessOptional); bad != 0 {
@@ -70,6 +76,19 @@ func (a AccessFlags) ValidForMR() error {
 	}
 	if a&accessNeedLocalWrite != 0 && a&AccessLocalWrite == 0 {
 		return fmt.Errorf("%w: %v requires LOCAL_WRITE", ErrInvalidAccessFlags, a&accessNeedLocalWrite)
+	}
+	return nil
+}
+
+// ValidForMW checks a as the access flags of a memory window bind
+// (ibv_mw_bind_info.mw_access_flags, doc/protocol.md §12.5): the remote
+// rights, LOCAL_WRITE (accepted and meaningless, as rxe has it) and the
+// optional range. ZERO_BASED windows and every other flag are refused.
+// Whether the region allows the rights is the bind's own check (C10-74).
+// The error wraps ErrInvalidAccessFlags.
+func (a AccessFlags) ValidForMW() error {
+	if bad := a &^ (accessMW | accessOptional); bad != 0 {
+		return fmt.Errorf("%w: %v not supported for a memory window", ErrInvalidAccessFlags, bad)
 	}
 	return nil
 }

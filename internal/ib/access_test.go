@@ -76,13 +76,14 @@ func TestValidForMR(t *testing.T) {
 		{ra, "REMOTE_ATOMIC requires LOCAL_WRITE"},
 		{rr | rw | ra, "REMOTE_WRITE|REMOTE_ATOMIC requires LOCAL_WRITE"},
 		{rw | ib.AccessRelaxedOrdering, "REMOTE_WRITE requires LOCAL_WRITE"},
-		{lw | ib.AccessMWBind, "MW_BIND not supported"},
+		{lw | ib.AccessMWBind, ""}, // windows may be bound to it
+		{rr | ib.AccessMWBind, ""},
 		{lw | ib.AccessZeroBased, "ZERO_BASED not supported"},
 		{ib.AccessOnDemand, "ON_DEMAND not supported"},
 		{ib.AccessHugeTLB, "HUGETLB not supported"},
-		{lw | 0x100 | 0x200, "0x300 not supported"},     // FLUSH_GLOBAL, FLUSH_PERSISTENT
-		{lw | 0x40000000, "0x40000000 not supported"},   // above the optional range
-		{rw | ib.AccessMWBind, "MW_BIND not supported"}, // unsupported bits reported first
+		{lw | 0x100 | 0x200, "0x300 not supported"},           // FLUSH_GLOBAL, FLUSH_PERSISTENT
+		{lw | 0x40000000, "0x40000000 not supported"},         // above the optional range
+		{rw | ib.AccessZeroBased, "ZERO_BASED not supported"}, // unsupported bits reported first
 	} {
 		err := tc.flags.ValidForMR()
 		switch {
@@ -92,6 +93,51 @@ func TestValidForMR(t *testing.T) {
 			t.Errorf("%v: ValidForMR() = %v, want ErrInvalidAccessFlags", tc.flags, err)
 		case tc.wantErr != "" && !strings.Contains(err.Error(), tc.wantErr):
 			t.Errorf("%v: ValidForMR() = %q, want it to say %q", tc.flags, err, tc.wantErr)
+		}
+	}
+}
+
+func TestValidForMW(t *testing.T) {
+	for _, tc := range []struct {
+		flags   ib.AccessFlags
+		wantErr string // substring of the error; "" for valid
+	}{
+		{0, ""}, // a window with no rights: bound, useless
+		{ib.AccessRemoteRead, ""},
+		{ib.AccessRemoteWrite, ""}, // LOCAL_WRITE is the region's to have (C10-74)
+		{ib.AccessRemoteAtomic | ib.AccessRemoteRead | ib.AccessRemoteWrite, ""},
+		{ib.AccessLocalWrite | ib.AccessRemoteWrite, ""}, // accepted, as rxe does
+		{ib.AccessRemoteRead | ib.AccessRelaxedOrdering, ""},
+		{ib.AccessRemoteRead | ib.AccessZeroBased, "ZERO_BASED not supported"},
+		{ib.AccessMWBind, "MW_BIND not supported"},
+		{ib.AccessRemoteRead | ib.AccessOnDemand, "ON_DEMAND not supported"},
+		{ib.AccessRemoteRead | 0x40000000, "0x40000000 not supported"},
+	} {
+		err := tc.flags.ValidForMW()
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%v: ValidForMW() = %v, want nil", tc.flags, err)
+		case tc.wantErr != "" && !errors.Is(err, ib.ErrInvalidAccessFlags):
+			t.Errorf("%v: ValidForMW() = %v, want ErrInvalidAccessFlags", tc.flags, err)
+		case tc.wantErr != "" && !strings.Contains(err.Error(), tc.wantErr):
+			t.Errorf("%v: ValidForMW() = %q, want it to say %q", tc.flags, err, tc.wantErr)
+		}
+	}
+}
+
+func TestMWType(t *testing.T) {
+	for _, tc := range []struct {
+		t     ib.MWType
+		name  string
+		valid bool
+	}{
+		{ib.MWType1, "IBV_MW_TYPE_1", true},
+		{ib.MWType2, "IBV_MW_TYPE_2", true},
+		{0, "MWType(0)", false},
+		{3, "MWType(3)", false},
+	} {
+		if tc.t.String() != tc.name || tc.t.Valid() != tc.valid {
+			t.Errorf("MWType(%d): %q valid %v, want %q %v", uint8(tc.t), tc.t, tc.t.Valid(), tc.name, tc.valid)
 		}
 	}
 }

@@ -131,7 +131,7 @@ func TestAtomicOnRegisteredBuffer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer buf.Free()
-	tbl := NewTable(1)
+	tbl := NewTable(1, 0)
 	r := mustRegister(t, tbl, pdA, buf.Bytes(), ib.AccessLocalWrite|ib.AccessRemoteAtomic)
 	defer tbl.Deregister(r)
 	ref, f := tbl.Acquire(r.Key(), pdA, r.Addr()+16, 8, ib.AccessRemoteAtomic)

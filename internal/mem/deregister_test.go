@@ -15,7 +15,7 @@ import (
 // Deregister must refuse new accesses at once but return only after an
 // access in progress has released its Ref.
 func TestDeregisterWaitsForRef(t *testing.T) {
-	tbl := NewTable(1)
+	tbl := NewTable(1, 0)
 	r := mustRegister(t, tbl, pdA, make([]byte, 64), ib.AccessLocalWrite|ib.AccessRemoteWrite)
 	key, addr := r.Key(), r.Addr()
 
@@ -45,18 +45,7 @@ func TestDeregisterWaitsForRef(t *testing.T) {
 	}()
 	// The key dies as soon as Deregister has run its first step, long
 	// before it returns.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		ref, f := tbl.Acquire(key, pdA, addr, 1, ib.AccessRemoteWrite)
-		if f == FaultBadKey {
-			break
-		}
-		ref.Release()
-		if time.Now().After(deadline) {
-			t.Fatal("key still valid while Deregister runs")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitKeyDies(t, "Deregister", func() (Ref, Fault) { return tbl.Acquire(key, pdA, addr, 1, ib.AccessRemoteWrite) })
 	select {
 	case <-done:
 		t.Fatal("Deregister returned while a Ref was held")
@@ -69,6 +58,22 @@ func TestDeregisterWaitsForRef(t *testing.T) {
 	}
 	if _, f := tbl.Acquire(key, pdA, addr, 1, 0); f != FaultBadKey {
 		t.Errorf("Acquire after Deregister: %v", f)
+	}
+}
+
+// waitKeyDies calls acquire until it refuses the key, as it must soon after
+// what started, and fails the test if it does not within seconds.
+func waitKeyDies(t *testing.T, what string, acquire func() (Ref, Fault)) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		ref, f := acquire()
+		if f == FaultBadKey {
+			return
+		}
+		ref.Release()
+		if time.Now().After(deadline) {
+			t.Fatalf("key still valid while %s runs", what)
+		}
 	}
 }
 
@@ -86,7 +91,7 @@ func TestConcurrentAcquireDeregister(t *testing.T) {
 		iters   = 20000
 		poison  = 0xdeadbeef
 	)
-	tbl := NewTable(slots)
+	tbl := NewTable(slots, 0)
 	// issued[i]: key<<32 | serial of the latest region at index i.
 	var issued [slots + 1]atomic.Uint64
 	var wg sync.WaitGroup

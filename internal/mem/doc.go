@@ -9,12 +9,19 @@
 // address is the real virtual address of its first byte, as on hardware,
 // so addresses and keys exchanged with C peers mean the same thing.
 //
-// The data path calls Table.Acquire, which checks key, PD, rights and
-// bounds in the order rxe does (doc/protocol.md §12.3 steps 8 and 9) without
-// locks or allocations, and returns a Ref holding the region until
-// Release. Table.Deregister invalidates the key at once and then waits
-// for the Refs still held, so memory may be unmapped as soon as it
-// returns.
+// A memory window (Window) has a slot and a key of its own; while bound,
+// its slot holds an entry over the range of the region it is bound to, so
+// the one key check covers regions and windows alike (doc/protocol.md
+// §12.5).
+//
+// The data path calls Table.Acquire (local accesses, through L_Keys) and
+// Table.AcquireRemote (through R_Keys, by a QP), which check key, PD, a
+// window's QP, rights and bounds in the order rxe does (doc/protocol.md
+// §12.3 steps 8 and 9) without locks or allocations, and return a Ref
+// holding the region until Release. Table.Deregister and the unbinding of
+// a window invalidate the key at once and then wait for the Refs still
+// held, so memory may be unmapped, or a window rebound, as soon as they
+// return.
 //
 // The package does not import internal/ib: the engine converts between
 // the verbs types and the plain types here.

@@ -13,6 +13,7 @@ const (
 	FaultNone   Fault = iota // access allowed
 	FaultBadKey              // no region with this key: bad index, tag mismatch, or deregistered
 	FaultPD                  // region belongs to another protection domain
+	FaultQP                  // a window's key used locally, or through another QP than the one it is bound to
 	FaultAccess              // region lacks a needed access right
 	FaultBounds              // [va, va+length) is not inside the region
 )
@@ -21,6 +22,7 @@ var faultNames = [...]string{
 	FaultNone:   "none",
 	FaultBadKey: "bad key",
 	FaultPD:     "PD mismatch",
+	FaultQP:     "QP mismatch",
 	FaultAccess: "access denied",
 	FaultBounds: "out of bounds",
 }

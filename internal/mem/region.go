@@ -8,22 +8,34 @@ import (
 	"github.com/goverbs/goverbs/internal/ib"
 )
 
-// Region is a registered memory region (an MR). Its key, PD, rights and
-// memory never change after Register, so Acquire reads them without
-// locks; only the reference count moves.
+// Region is a registered memory region (an MR), or the table entry of a
+// bound memory window (see Window). A registered region's key, PD,
+// rights and memory never change after Register, so Acquire reads them
+// without locks; only the reference count moves. A window's entry is
+// rewritten by each bind, while no Acquire can reach it (window.go).
 type Region struct {
 	key    Key
 	pd     uint32
+	qp     uint32 // a window's entry's: the QP it is bound to, or anyQP; 0 for a registered region
 	access ib.AccessFlags
-	addr   uint64 // AddrOf(buf): the real virtual address, as on hardware
-	buf    []byte // also keeps heap memory alive while registered
+	addr   uint64  // AddrOf(buf): the real virtual address, as on hardware
+	buf    []byte  // also keeps heap memory alive while registered
+	win    *Window // the window whose entry this is, nil for a registered region; never changes
 
 	// refs counts the Refs in flight. It sits on its own cache line
 	// because every Acquire writes it while every Acquire on every core
 	// reads the fields above; sharing a line would make those reads miss.
 	_    [64]byte
 	refs atomic.Int64
+	// windows counts the windows bound to the region, guarded by
+	// Table.mu: a region with windows cannot be deregistered.
+	windows int
 }
+
+// anyQP is the qp of a type 1 window's entry: usable through any QP of
+// its PD, but, like every window, not as an L_Key. QP numbers have 24
+// bits, so no QP has it.
+const anyQP = 1 << 24
 
 // Key returns the region's key, used both as L_Key and as R_Key.
 func (r *Region) Key() Key { return r.key }

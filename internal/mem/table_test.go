@@ -30,23 +30,26 @@ func TestKeyFields(t *testing.T) {
 }
 
 func TestNewTableRange(t *testing.T) {
-	for _, max := range []int{0, -1, MaxIndex + 1} {
+	for _, c := range [][2]int{{0, 0}, {-1, 0}, {MaxIndex + 1, 0}, {1, -1}, {MaxIndex, 1}, {1, MaxIndex}} {
 		func() {
 			defer func() {
 				if recover() == nil {
-					t.Errorf("NewTable(%d) did not panic", max)
+					t.Errorf("NewTable(%d, %d) did not panic", c[0], c[1])
 				}
 			}()
-			NewTable(max)
+			NewTable(c[0], c[1])
 		}()
 	}
-	if tbl := NewTable(1); len(tbl.slots) != 2 {
-		t.Errorf("NewTable(1) has %d slots", len(tbl.slots))
+	if tbl := NewTable(1, 0); len(tbl.slots) != 2 {
+		t.Errorf("NewTable(1, 0) has %d slots", len(tbl.slots))
+	}
+	if tbl := NewTable(2, 3); len(tbl.slots) != 6 {
+		t.Errorf("NewTable(2, 3) has %d slots", len(tbl.slots))
 	}
 }
 
 func TestRegister(t *testing.T) {
-	tbl := NewTable(4)
+	tbl := NewTable(4, 0)
 	buf := make([]byte, 100)
 	r := mustRegister(t, tbl, pdA, buf, ib.AccessRemoteRead)
 	if r.Key().Index() != 1 || r.Addr() != AddrOf(buf) || r.Len() != 100 || r.PD() != pdA || r.Access() != ib.AccessRemoteRead {
@@ -56,7 +59,7 @@ func TestRegister(t *testing.T) {
 }
 
 func TestRegisterErrors(t *testing.T) {
-	tbl := NewTable(2)
+	tbl := NewTable(2, 0)
 	for _, tc := range []struct {
 		name   string
 		buf    []byte
@@ -67,7 +70,7 @@ func TestRegisterErrors(t *testing.T) {
 		{"empty", make([]byte, 0, 8), all, ErrEmptyBuffer},
 		{"remote write without local write", make([]byte, 8), ib.AccessRemoteWrite, ib.ErrInvalidAccessFlags},
 		{"remote atomic without local write", make([]byte, 8), ib.AccessRemoteAtomic | ib.AccessRemoteRead, ib.ErrInvalidAccessFlags},
-		{"memory window bind", make([]byte, 8), ib.AccessLocalWrite | ib.AccessMWBind, ib.ErrInvalidAccessFlags},
+		{"zero based", make([]byte, 8), ib.AccessLocalWrite | ib.AccessZeroBased, ib.ErrInvalidAccessFlags},
 	} {
 		if r, err := tbl.Register(pdA, tc.buf, tc.access); !errors.Is(err, tc.want) {
 			t.Errorf("%s: Register = %v, %v; want %v", tc.name, r, err, tc.want)
@@ -81,7 +84,7 @@ func TestRegisterErrors(t *testing.T) {
 }
 
 func TestDeregisterErrors(t *testing.T) {
-	tbl, other := NewTable(2), NewTable(2)
+	tbl, other := NewTable(2, 0), NewTable(2, 0)
 	r := mustRegister(t, tbl, pdA, make([]byte, 8), 0)
 	foreign := mustRegister(t, other, pdA, make([]byte, 8), 0)
 	if err := tbl.Deregister(nil); !errors.Is(err, ErrNotRegistered) {
@@ -106,7 +109,7 @@ func TestDeregisterErrors(t *testing.T) {
 
 // A key kept after Deregister must not reach the next region in its slot.
 func TestKeyTagChangesOnReuse(t *testing.T) {
-	tbl := NewTable(1)
+	tbl := NewTable(1, 0)
 	buf := make([]byte, 64)
 	r := mustRegister(t, tbl, pdA, buf, ib.AccessRemoteRead)
 	seen := map[Key]bool{r.Key(): true}
@@ -137,7 +140,7 @@ func TestKeyTagChangesOnReuse(t *testing.T) {
 // Never-used slots are taken before released ones, and released ones
 // oldest first, so that each slot is reused as rarely as possible.
 func TestIndexReuseOrder(t *testing.T) {
-	tbl := NewTable(3)
+	tbl := NewTable(3, 0)
 	a := mustRegister(t, tbl, pdA, make([]byte, 1), 0)
 	if err := tbl.Deregister(a); err != nil {
 		t.Fatal(err)
@@ -158,7 +161,7 @@ func TestIndexReuseOrder(t *testing.T) {
 }
 
 func TestAcquireFaults(t *testing.T) {
-	tbl := NewTable(8)
+	tbl := NewTable(8, 0)
 	buf := make([]byte, 256)
 	r := mustRegister(t, tbl, pdA, buf, ib.AccessLocalWrite|ib.AccessRemoteRead)
 	gone := mustRegister(t, tbl, pdA, buf, all)
@@ -243,7 +246,7 @@ func TestAcquireFaults(t *testing.T) {
 }
 
 func TestRefBytesAreTheRegion(t *testing.T) {
-	tbl := NewTable(1)
+	tbl := NewTable(1, 0)
 	buf := make([]byte, 32)
 	r := mustRegister(t, tbl, pdA, buf, ib.AccessLocalWrite|ib.AccessRemoteWrite)
 	ref, f := tbl.Acquire(r.Key(), pdA, r.Addr()+4, 3, ib.AccessRemoteWrite)
@@ -258,7 +261,7 @@ func TestRefBytesAreTheRegion(t *testing.T) {
 }
 
 func TestRefRelease(t *testing.T) {
-	tbl := NewTable(1)
+	tbl := NewTable(1, 0)
 	r := mustRegister(t, tbl, pdA, make([]byte, 8), 0)
 	ref, _ := tbl.Acquire(r.Key(), pdA, r.Addr(), 8, 0)
 	cp := ref
@@ -282,7 +285,7 @@ func TestRefRelease(t *testing.T) {
 
 func TestFaultString(t *testing.T) {
 	for f, want := range map[Fault]string{
-		FaultNone: "none", FaultBadKey: "bad key", FaultPD: "PD mismatch",
+		FaultNone: "none", FaultBadKey: "bad key", FaultPD: "PD mismatch", FaultQP: "QP mismatch",
 		FaultAccess: "access denied", FaultBounds: "out of bounds", 200: "Fault(200)",
 	} {
 		if f.String() != want {
@@ -298,7 +301,7 @@ func TestFaultString(t *testing.T) {
 func TestKeyTagRandom(t *testing.T) {
 	first, second := map[uint8]bool{}, map[uint8]bool{}
 	for range 16 {
-		tbl := NewTable(1)
+		tbl := NewTable(1, 0)
 		buf := make([]byte, 8)
 		r := mustRegister(t, tbl, pdA, buf, 0)
 		if err := tbl.Deregister(r); err != nil {

@@ -72,7 +72,7 @@ func (s *ICRCState) Write(b []byte) {
 		s.crc = ^slicing8(^s.crc, b)
 		return
 	}
-	s.crc = crc32.Update(s.crc, crc32.IEEETable, b)
+	s.crc = updateIEEE(s.crc, b)
 }
 
 // clmulMin is the length from which hash/crc32 folds with carry-less

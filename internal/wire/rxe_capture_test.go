@@ -23,8 +23,8 @@ type rxeFrame struct {
 	icrc    [4]byte // as on the wire
 }
 
-// Packets sent by Linux 6.1 rdma_rxe (and one sent to it, which it
-// accepted and acknowledged), captured on the interop lab's tap device.
+// Packets sent by Linux 6.1 rdma_rxe (and some sent to it by us, which it
+// accepted and answered), captured on the interop lab's tap device.
 var rxeCaptures = map[string][]rxeFrame{
 	"rxe-send-multi.pcap": {
 		{wire.RCSendFirst, 0xabc, 0xc1532d, false, 1024, 0, 0x7ca9, [4]byte{0x52, 0xe1, 0xec, 0xe8}},
@@ -55,12 +55,50 @@ var rxeCaptures = map[string][]rxeFrame{
 	"rxe-ud-send.pcap": {
 		{wire.UDSendOnly, 0xabc, 0x7af87e, false, 61, 3, 0x387b, [4]byte{0x86, 0x12, 0x47, 0x1d}},
 	},
+	"rxe-mw-rxe-bound.pcap": {
+		{wire.RCWriteOnly, 0x11, 6636321, true, 32, 0, 0x0000, [4]byte{0x27, 0xc5, 0xb7, 0x8c}}, // ours, through rxe's window
+		{wire.RCAcknowledge, 0x59aad6, 6636321, false, 0, 0, 0xd9e5, [4]byte{0xa0, 0xda, 0xbb, 0x2a}},
+		{wire.RCReadRequest, 0x11, 6636322, true, 0, 0, 0x0000, [4]byte{0x2b, 0x09, 0x61, 0xc4}},
+		{wire.RCReadResponseOnly, 0x59aad6, 6636322, false, 32, 0, 0xd9e6, [4]byte{0x94, 0x9c, 0x79, 0x3e}},
+		{wire.RCSendOnlyWithInvalidate, 0x11, 6636323, true, 8, 0, 0x0000, [4]byte{0x9d, 0x4f, 0x8d, 0xfa}},
+		{wire.RCAcknowledge, 0x59aad6, 6636323, false, 0, 0, 0xd9e7, [4]byte{0xbe, 0xff, 0x67, 0x23}},
+		{wire.RCWriteOnly, 0x11, 6636324, true, 32, 0, 0x0000, [4]byte{0xbb, 0x5c, 0x1c, 0x53}},
+		{wire.RCAcknowledge, 0x59aad6, 6636324, false, 0, 0, 0xd9e8, [4]byte{0x7a, 0x38, 0x07, 0x23}},
+	},
+	"rxe-mw-goverbs-bound.pcap": {
+		{wire.RCWriteOnly, 0xc5a7b9, 1193046, true, 33, 3, 0xdf79, [4]byte{0x0a, 0xa0, 0x31, 0x51}}, // rxe's, through our window
+		{wire.RCAcknowledge, 0x13, 1193046, false, 0, 0, 0x0000, [4]byte{0x95, 0x72, 0x6d, 0x57}},
+		{wire.RCReadRequest, 0xc5a7b9, 1193047, true, 0, 0, 0xdf7a, [4]byte{0x36, 0x63, 0x39, 0x81}},
+		{wire.RCReadResponseOnly, 0x13, 1193047, false, 33, 3, 0x0000, [4]byte{0x50, 0x31, 0x7d, 0x37}},
+		{wire.RCSendOnlyWithInvalidate, 0xc5a7b9, 1193048, true, 8, 0, 0xdf7b, [4]byte{0xa7, 0xe6, 0x02, 0xe4}},
+		{wire.RCAcknowledge, 0x13, 1193048, false, 0, 0, 0x0000, [4]byte{0xd8, 0xad, 0x53, 0x06}},
+		{wire.RCWriteOnly, 0xc5a7b9, 1193049, true, 33, 3, 0xdf7c, [4]byte{0x61, 0xfe, 0xf6, 0xc5}},
+		{wire.RCAcknowledge, 0x13, 1193049, false, 0, 0, 0x0000, [4]byte{0x29, 0xfc, 0x66, 0xa2}},
+	},
 	"rxe-ack.pcap": {
 		{wire.RCSendOnly, 0x14, 0x00abcd, true, 64, 0, 0x0000, [4]byte{0xb1, 0xfb, 0xda, 0xba}}, // ours, accepted by rxe
 		{wire.RCAcknowledge, 0xdef, 0x00abcd, false, 0, 0, 0xa35b, [4]byte{0x5f, 0x08, 0xd1, 0x68}},
 		{wire.RCSendOnly, 0xdef, 0xc86b49, true, 64, 0, 0xa35c, [4]byte{0xb8, 0xb2, 0x78, 0x68}},
 		{wire.RCSendOnly, 0xdef, 0xc86b49, true, 64, 0, 0xa361, [4]byte{0x5f, 0xd7, 0x7c, 0xc3}},
 		{wire.RCSendOnly, 0xdef, 0xc86b49, true, 64, 0, 0xa36f, [4]byte{0x04, 0xce, 0x5d, 0x57}},
+	},
+}
+
+// rxeHeaders holds, for the captures whose AETHs are not all an ACK with
+// MSN 1 or that carry an IETH, those headers frame by frame.
+var rxeHeaders = map[string][]struct {
+	aeth wire.AETHFields
+	ieth uint32
+}{
+	"rxe-mw-rxe-bound.pcap": {
+		{}, {aeth: wire.AETHFields{Syndrome: 0x1f, MSN: 1}}, {}, {aeth: wire.AETHFields{Syndrome: 0x1f, MSN: 2}},
+		{ieth: 0x080001ea}, {aeth: wire.AETHFields{Syndrome: 0x1f, MSN: 3}},
+		{}, {aeth: wire.AETHFields{Syndrome: wire.NAKSyndrome(wire.NAKRemoteAccess), MSN: 3}},
+	},
+	"rxe-mw-goverbs-bound.pcap": {
+		{}, {aeth: wire.AETHFields{Syndrome: 0x1f, MSN: 1}}, {}, {aeth: wire.AETHFields{Syndrome: 0x1f, MSN: 2}},
+		{ieth: 0x0100010c}, {aeth: wire.AETHFields{Syndrome: 0x1f, MSN: 3}},
+		{}, {aeth: wire.AETHFields{Syndrome: wire.NAKSyndrome(wire.NAKRemoteAccess), MSN: 3}},
 	},
 }
 
@@ -109,7 +147,14 @@ func TestRxeCaptures(t *testing.T) {
 				if d := p.DETH(); d != nil && (d.QKey() != 0x11111111 || d.SrcQP() != 0x11) {
 					t.Errorf("frame %d: DETH %+v, want Q_Key 0x11111111 from QP 0x11", i+1, d.Decode())
 				}
-				if a := p.AETH(); a != nil && (a.Syndrome() != wire.ACKSyndrome(wire.CreditsUnlimited) || a.MSN() != 1) {
+				if hs, ok := rxeHeaders[name]; ok {
+					if a := p.AETH(); a != nil && a.Decode() != hs[i].aeth {
+						t.Errorf("frame %d: AETH %+v, want %+v", i+1, a.Decode(), hs[i].aeth)
+					}
+					if h := p.IETH(); (h != nil) != (hs[i].ieth != 0) || h != nil && h.RKey() != hs[i].ieth {
+						t.Errorf("frame %d: IETH %x, want R_Key %#x", i+1, []byte(h), hs[i].ieth)
+					}
+				} else if a := p.AETH(); a != nil && (a.Syndrome() != wire.ACKSyndrome(wire.CreditsUnlimited) || a.MSN() != 1) {
 					t.Errorf("frame %d: AETH %+v, want ACK 0x1f MSN 1", i+1, a.Decode())
 				}
 			}
