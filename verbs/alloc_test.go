@@ -57,11 +57,18 @@ func TestSteadyStateAllocations(t *testing.T) {
 		}
 		pollOne(t, p.B.RecvCQ, wcs)
 	}
+	expectNoAllocs(t, "SEND+WRITE+READ round trip", round)
+}
+
+// expectNoAllocs runs round until warm, then fails the test if it
+// allocates.
+func expectNoAllocs(t *testing.T, what string, round func()) {
+	t.Helper()
 	for range 200 {
 		round()
 	}
 	if n := testing.AllocsPerRun(500, round); n != 0 {
-		t.Errorf("%v allocations per SEND+WRITE+READ round trip, want 0", n)
+		t.Errorf("%v allocations per %s, want 0", n, what)
 	}
 }
 
@@ -100,12 +107,7 @@ func TestUnackedAllocations(t *testing.T) {
 					pollOne(t, p.B.RecvCQ, wcs)
 				}
 			}
-			for range 200 {
-				round()
-			}
-			if a := testing.AllocsPerRun(500, round); a != 0 {
-				t.Errorf("%v allocations per round trip, want 0", a)
-			}
+			expectNoAllocs(t, typ.String()+" round trip", round)
 		})
 	}
 }
