@@ -344,7 +344,9 @@ func TestAllSizes(t *testing.T) {
 // latency test: the client reports what completed in the window, and the
 // counts and rates it prints span one second. How many complete is a
 // matter of speed, which -race on a loaded machine cuts to tens a second,
-// so the test asserts the window, not a floor.
+// so the test asserts the window, not a floor; and the window by a
+// quarter, as the timer that ends it fires late on such a machine (1.107 s
+// seen under -race with the machine's two cores taken by other work).
 func TestDuration(t *testing.T) {
 	srv, cli := runPair(t, "ib_write_bw", "-D", "1", "-s", "4096")
 	c, s := bwLines(cli.out), bwLines(srv.out)
@@ -353,7 +355,7 @@ func TestDuration(t *testing.T) {
 	}
 	n, _ := strconv.Atoi(c[0][2])
 	rate, _ := strconv.ParseFloat(c[0][5], 64)
-	if n < 1 || math.Abs(float64(n)/(rate*1e6)-1) > 0.1 {
+	if n < 1 || math.Abs(float64(n)/(rate*1e6)-1) > 0.25 {
 		t.Errorf("%d WRITEs of 4 KiB at %.6f Mpps: not a one-second window", n, rate)
 	}
 	srv, cli = runPair(t, "ib_write_lat", "-D", "1")
