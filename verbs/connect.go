@@ -2,9 +2,10 @@ package verbs
 
 import "github.com/goverbs/goverbs/internal/ib"
 
-// Endpoint is what two sides of an RC connection exchange out of band
+// Endpoint is what two sides of a connection exchange out of band
 // (ibv_rc_pingpong sends the same over TCP): QP number, first PSN, GID and,
-// as a goverbs extension, the UDP port when it is not 4791.
+// as a goverbs extension, the UDP port when it is not 4791. A UD peer
+// needs the same but the PSN, and the Q_Key agreed on.
 type Endpoint struct {
 	QPN  QPN    // the QP's number, the peer's QPAttr.DestQPN
 	PSN  uint32 // the QP's first send PSN, the peer's QPAttr.RQPSN
@@ -45,32 +46,74 @@ func DefaultConnectOptions() ConnectOptions {
 	}
 }
 
-// ConnectRC moves a QP in RESET through INIT, RTR and RTS so that it talks
-// to remote, sending from PSN localPSN.
+// AHAttr is the address vector that reaches the endpoint's device: for an
+// address handle of UD sends to it (PD.CreateAH).
+func (e Endpoint) AHAttr() AHAttr {
+	return AHAttr{IsGlobal: true, DGID: e.GID, HopLimit: 64, PortNum: 1, DestPort: e.Port}
+}
+
+// ConnectRC moves an RC QP in RESET through INIT, RTR and RTS so that it
+// talks to remote, sending from PSN localPSN.
 func (qp *QP) ConnectRC(localPSN uint32, remote Endpoint, o ConnectOptions) error {
-	mtu := o.PathMTU
-	if mtu == 0 {
-		p, _ := qp.pd.dev.QueryPort(1)
-		mtu = p.ActiveMTU
-	}
-	steps := []struct {
-		attr QPAttr
-		mask QPAttrMask
-	}{
+	return qp.modifySteps("connect RC", []modifyStep{
 		{QPAttr{State: QPStateInit, PortNum: 1, AccessFlags: o.Access},
 			QPAttrState | QPAttrPKeyIndex | QPAttrPort | QPAttrAccessFlags},
-		{QPAttr{State: QPStateRTR, PathMTU: mtu, DestQPN: remote.QPN, RQPSN: remote.PSN,
-			MaxDestRdAtomic: o.MaxDestRdAtomic, MinRNRTimer: o.MinRNRTimer,
-			AH: AHAttr{IsGlobal: true, DGID: remote.GID, HopLimit: 64, PortNum: 1, DestPort: remote.Port}},
+		{QPAttr{State: QPStateRTR, PathMTU: qp.pathMTU(o.PathMTU), DestQPN: remote.QPN, RQPSN: remote.PSN,
+			MaxDestRdAtomic: o.MaxDestRdAtomic, MinRNRTimer: o.MinRNRTimer, AH: remote.AHAttr()},
 			QPAttrState | QPAttrAV | QPAttrPathMTU | QPAttrDestQPN | QPAttrRQPSN | QPAttrMaxDestRdAtomic | QPAttrMinRNRTimer},
 		{QPAttr{State: QPStateRTS, SQPSN: localPSN, Timeout: o.Timeout, RetryCnt: o.RetryCnt,
 			RNRRetry: o.RNRRetry, MaxRdAtomic: o.MaxRdAtomic},
 			QPAttrState | QPAttrSQPSN | QPAttrTimeout | QPAttrRetryCnt | QPAttrRNRRetry | QPAttrMaxQPRdAtomic},
-	}
+	})
+}
+
+// ConnectUC moves a UC QP in RESET through INIT, RTR and RTS so that it
+// talks to remote, sending from PSN localPSN. Of the options only Access
+// and PathMTU apply: UC has no ACKs, retries or READs.
+func (qp *QP) ConnectUC(localPSN uint32, remote Endpoint, o ConnectOptions) error {
+	return qp.modifySteps("connect UC", []modifyStep{
+		{QPAttr{State: QPStateInit, PortNum: 1, AccessFlags: o.Access},
+			QPAttrState | QPAttrPKeyIndex | QPAttrPort | QPAttrAccessFlags},
+		{QPAttr{State: QPStateRTR, PathMTU: qp.pathMTU(o.PathMTU), DestQPN: remote.QPN, RQPSN: remote.PSN,
+			AH: remote.AHAttr()},
+			QPAttrState | QPAttrAV | QPAttrPathMTU | QPAttrDestQPN | QPAttrRQPSN},
+		{QPAttr{State: QPStateRTS, SQPSN: localPSN}, QPAttrState | QPAttrSQPSN},
+	})
+}
+
+// ReadyUD moves a UD QP in RESET through INIT, RTR and RTS: it then
+// receives the packets that carry qkey and sends from PSN psn, each send
+// to the address handle and QP its work request names.
+func (qp *QP) ReadyUD(qkey, psn uint32) error {
+	return qp.modifySteps("ready UD", []modifyStep{
+		{QPAttr{State: QPStateInit, PortNum: 1, QKey: qkey}, QPAttrState | QPAttrPKeyIndex | QPAttrPort | QPAttrQKey},
+		{QPAttr{State: QPStateRTR}, QPAttrState},
+		{QPAttr{State: QPStateRTS, SQPSN: psn}, QPAttrState | QPAttrSQPSN},
+	})
+}
+
+// modifyStep is one modify of a sequence.
+type modifyStep struct {
+	attr QPAttr
+	mask QPAttrMask
+}
+
+// modifySteps makes the modifies in turn, stopping at the first that
+// fails, which the error of verb names.
+func (qp *QP) modifySteps(verb string, steps []modifyStep) error {
 	for _, s := range steps {
 		if err := qp.e.Modify(engineQPAttr(&s.attr), ib.QPAttrMask(s.mask)); err != nil {
-			return errorf("connect RC", "QP 0x%06x to %v: %w", uint32(qp.QPN()), s.attr.State, err)
+			return errorf(verb, "QP 0x%06x to %v: %w", uint32(qp.QPN()), s.attr.State, err)
 		}
 	}
 	return nil
+}
+
+// pathMTU returns mtu, or the port's active MTU for 0.
+func (qp *QP) pathMTU(mtu MTU) MTU {
+	if mtu == 0 {
+		p, _ := qp.pd.dev.QueryPort(1)
+		mtu = p.ActiveMTU
+	}
+	return mtu
 }

@@ -32,6 +32,7 @@ const (
 	LocalACKTimeout                    // local_ack_timeout_err: retransmit timer expiries
 	CQOverflow                         // cq_overflow: completions lost to a full CQ
 	RetransmittedPkts                  // retransmitted_pkts: packets sent again (go-back-N resends, READ re-requests, READ responses re-sent for a repeated READ)
+	UDSendTooLong                      // ud_send_too_long: UD sends longer than the MTU, completed without sending anything (IBA C10-93.1.1)
 
 	// The drop counters, one per reason a received packet is dropped
 	// unanswered; Counters.Drops sums them.
@@ -42,7 +43,11 @@ const (
 	DropWrongTransport     // drop_wrong_transport: the opcode's transport is not the QP's
 	DropBadPKey            // drop_bad_pkey: P_Key is not the default 0xFFFF
 	DropWrongSource        // drop_wrong_source: a connected QP's packet not from its peer
+	DropBadQKey            // drop_bad_qkey: a UD packet whose Q_Key is not the QP's
 	DropRxOverflow         // drop_rx_overflow: the QP's inbound queue was full
+	DropNoRecvWQE          // drop_no_recv_wqe: a UC or UD message found no receive request posted
+	DropInvalidRequest     // drop_invalid_request: a UC or UD message the responder refused (too long for the receive buffer, bad length or opcode sequence, a WRITE the QP or rkey does not allow)
+	DropUCIncomplete       // drop_uc_incomplete: UC packets of a message whose earlier packet was lost
 	DropUnexpectedResponse // drop_unexpected_response: a response to no outstanding request
 	DropDuplicateResponse  // drop_duplicate_response: a response for a PSN already completed
 
@@ -59,7 +64,7 @@ const (
 // NumCounters is the number of counters; Counter values are 0..NumCounters−1.
 // (Counters.Drops converts a snapshot to the engine's, which compiles only
 // while the engine has as many.)
-const NumCounters = 34
+const NumCounters = 39
 
 // String returns the counter's name ("sent_pkts"), or "Counter(n)" for a
 // value that names no counter.

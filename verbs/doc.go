@@ -8,7 +8,11 @@
 // ([PD.CreateQP]), move it through INIT, RTR and RTS with [QP.Modify] using
 // the peer's QP number, PSN and GID (or [QP.ConnectRC] with its
 // [Endpoint]), then post work requests ([QP.PostSend], [QP.PostRecv]) and
-// poll completions ([CQ.Poll], [CQ.Wait]). QPs may share one receive
+// poll completions ([CQ.Poll], [CQ.Wait]). Unreliable connected QPs
+// ([QPTypeUC], [QP.ConnectUC]) send without ACKs or resends; unreliable
+// datagram QPs ([QPTypeUD], [QP.ReadyUD]) send each message to the address
+// handle ([PD.CreateAH]) its work request names, and receive it behind the
+// 40-byte network header. QPs may share one receive
 // queue ([PD.CreateSRQ], [QPInitAttr].SRQ); what concerns no work request,
 // a QP gone to the error state or an SRQ running low, arrives on
 // [Device.AsyncEvents].
@@ -23,7 +27,7 @@
 // completion whose [WCStatus] prints like ibv_wc_status_str.
 //
 // Every object has Close, with libibverbs' order rules: closing a PD with
-// open MRs, QPs or SRQs, or a CQ or SRQ a QP uses, fails with [ErrBusy]; closing twice
+// open MRs, QPs, SRQs or AHs, or a CQ or SRQ a QP uses, fails with [ErrBusy]; closing twice
 // returns nil; other use of a closed object fails with [ErrClosed]. Closing
 // the Device flushes the work its QPs hold (see [Device]).
 package verbs

@@ -218,11 +218,11 @@ func (f WCFlags) String() string { return ib.WCFlags(f).String() }
 // QPType is the transport service of a queue pair (enum ibv_qp_type).
 type QPType uint8
 
-// QP types. Only RC is implemented so far.
+// QP types.
 const (
 	QPTypeRC QPType = 2 // IBV_QPT_RC, reliable connected
-	QPTypeUC QPType = 3 // IBV_QPT_UC, unreliable connected (not supported yet)
-	QPTypeUD QPType = 4 // IBV_QPT_UD, unreliable datagram (not supported yet)
+	QPTypeUC QPType = 3 // IBV_QPT_UC, unreliable connected
+	QPTypeUD QPType = 4 // IBV_QPT_UD, unreliable datagram
 )
 
 // String returns "RC", "UC" or "UD", or "QPType(n)".

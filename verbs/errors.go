@@ -18,13 +18,13 @@ var (
 	// ErrInvalidArgument: a value out of range or inconsistent (EINVAL).
 	ErrInvalidArgument = engine.ErrInvalidArgument
 	// ErrNotSupported: valid in libibverbs, not implemented by this
-	// device (EOPNOTSUPP), such as UC and UD QPs or resizing a QP.
+	// device (EOPNOTSUPP), such as resizing a QP.
 	ErrNotSupported = engine.ErrNotSupported
 	// ErrClosed: the object, or its device, was closed.
 	ErrClosed = engine.ErrClosed
-	// ErrBusy: closing an object still in use, a PD with MRs or QPs, a
-	// CQ with QPs, an MR with memory windows bound to it (EBUSY); close
-	// or invalidate those first.
+	// ErrBusy: closing an object still in use, a PD with MRs, MWs, QPs,
+	// SRQs or AHs, a CQ with QPs, an MR with memory windows bound to it
+	// (EBUSY); close or invalidate those first.
 	ErrBusy = errors.New("resource busy")
 
 	// ErrInvalidAccessFlags: access flags a memory region cannot have
@@ -55,8 +55,13 @@ var (
 	// ErrInvalidSGE: an SGE with lkey 0, which MR.SGE returns for a range
 	// outside its region or a closed region.
 	ErrInvalidSGE = engine.ErrInvalidSGE
-	// ErrBadOpcode: an opcode the QP does not support.
+	// ErrBadOpcode: an opcode the QP does not support: on a UC QP only
+	// SEND and RDMA WRITE (with immediate), on a UD QP only SEND (with
+	// immediate).
 	ErrBadOpcode = engine.ErrBadOpcode
+	// ErrInvalidAH: a UD send whose SendWR.AH is nil, closed or of
+	// another PD than the QP's.
+	ErrInvalidAH = engine.ErrInvalidAH
 	// ErrMessageSize: a message longer than DeviceAttr.MaxMessageSize.
 	ErrMessageSize = engine.ErrMessageSize
 	// ErrAtomicLength: an atomic whose SGEs do not total 8 bytes.

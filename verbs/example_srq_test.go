@@ -32,7 +32,7 @@ func Example_sharedReceiveQueue() {
 
 	opts := verbs.DefaultConnectOptions()
 	names := map[verbs.QPN]string{}
-	for _, client := range []*rcEnd{alice, bob} {
+	for _, client := range []*exampleEnd{alice, bob} {
 		qp, err := server.pd.CreateQP(&verbs.QPInitAttr{Type: verbs.QPTypeRC, SendCQ: server.cq, RecvCQ: server.cq,
 			Cap: verbs.QPCap{MaxSendWR: 1}, SRQ: srq})
 		if err != nil {
@@ -40,10 +40,10 @@ func Example_sharedReceiveQueue() {
 		}
 		qp.ConnectRC(1, client.qp.Endpoint(2), opts)
 		client.qp.ConnectRC(2, qp.Endpoint(1), opts)
-		names[qp.QPN()] = map[*rcEnd]string{alice: "alice", bob: "bob"}[client]
+		names[qp.QPN()] = map[*exampleEnd]string{alice: "alice", bob: "bob"}[client]
 	}
 	for _, m := range []struct {
-		from *rcEnd
+		from *exampleEnd
 		text string
 	}{{alice, "hi from alice"}, {bob, "hi from bob"}} {
 		msg, _ := m.from.pd.RegMR([]byte(m.text), 0)

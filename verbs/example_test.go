@@ -11,15 +11,16 @@ import (
 	"github.com/goverbs/goverbs/verbs"
 )
 
-// rcEnd is one side of the examples: a device with a PD, one CQ and an RC QP.
-type rcEnd struct {
+// exampleEnd is one side of the examples: a device with a PD, one CQ and a
+// QP (RC from newEnd).
+type exampleEnd struct {
 	dev *verbs.Device
 	pd  *verbs.PD
 	cq  *verbs.CQ
 	qp  *verbs.QP
 }
 
-func newEnd() *rcEnd {
+func newEnd() *exampleEnd {
 	dev, err := verbs.OpenDevice(verbs.DeviceConfig{Addr: netip.MustParseAddrPort("127.0.0.1:0")})
 	if err != nil {
 		log.Fatal(err)
@@ -37,7 +38,7 @@ func newEnd() *rcEnd {
 	if err != nil {
 		log.Fatal(err)
 	}
-	return &rcEnd{dev, pd, cq, qp}
+	return &exampleEnd{dev, pd, cq, qp}
 }
 
 // wait polls cq until one completion arrives.
@@ -149,7 +150,7 @@ func Example_lifecycle() {
 	fmt.Println(errors.Is(err, verbs.ErrClosed)) // "verbs: post recv: QP 0x…: work request 0 of the chain: closed"
 	fmt.Println(e.pd.Close())
 	// Output:
-	// true verbs: close PD: resource busy: 1 MR(s), 0 MW(s), 1 QP(s) and 0 SRQ(s) still open
+	// true verbs: close PD: resource busy: 1 MR(s), 0 MW(s), 1 QP(s), 0 SRQ(s) and 0 AH(s) still open
 	// true
 	// <nil>
 }

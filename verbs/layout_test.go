@@ -34,7 +34,7 @@ func sameLayout(t *testing.T, a, b reflect.Type, seen map[reflect.Type]bool) {
 	seen[a] = true
 	if a.Kind() == reflect.Struct && b.Kind() != reflect.Struct && a.NumField() > 0 &&
 		a.Field(0).Offset == 0 && a.Field(0).Type == b {
-		return // a begins with a b: a pointer to an a is one to a b (MW, MR)
+		return // a begins with a b: a pointer to an a is one to a b (MW, MR, AH)
 	}
 	if a.Kind() != b.Kind() || a.Size() != b.Size() || a.Align() != b.Align() {
 		t.Errorf("%v (%v, %d bytes) and %v (%v, %d bytes) differ", a, a.Kind(), a.Size(), b, b.Kind(), b.Size())

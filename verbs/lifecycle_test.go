@@ -258,8 +258,8 @@ func TestCreateQPBadArguments(t *testing.T) {
 			t.Errorf("%q does not say %q", err, c.why)
 		}
 	}
-	_, err = o.pd.CreateQP(&verbs.QPInitAttr{Type: verbs.QPTypeUD, SendCQ: o.cq, RecvCQ: o.cq, Cap: c})
-	wantErr(t, "UD QP", err, verbs.ErrNotSupported, "create QP")
+	_, err = o.pd.CreateQP(&verbs.QPInitAttr{Type: 8, SendCQ: o.cq, RecvCQ: o.cq, Cap: c}) // IBV_QPT_RAW_PACKET
+	wantErr(t, "raw packet QP", err, verbs.ErrNotSupported, "create QP")
 	_, err = o.pd.CreateQP(&verbs.QPInitAttr{Type: verbs.QPTypeRC, SendCQ: o.cq, RecvCQ: o.cq})
 	wantErr(t, "no queue capacity", err, verbs.ErrBadCapability, "create QP")
 	if err := o.qp.Modify(nil, verbs.QPAttrState); !errors.Is(err, verbs.ErrInvalidArgument) {

@@ -12,23 +12,24 @@ type PD struct {
 	id  uint32
 
 	// Guarded by dev.mu.
-	closed              bool
-	mrs, mws, qps, srqs int // open MRs, MWs, QPs and SRQs created in the PD
+	closed                   bool
+	mrs, mws, qps, srqs, ahs int // open MRs, MWs, QPs, SRQs and AHs created in the PD
 }
 
 // Device returns the PD's device.
 func (pd *PD) Device() *Device { return pd.dev }
 
 // Close releases the PD (ibv_dealloc_pd). It fails with ErrBusy while MRs,
-// MWs, QPs or SRQs of the PD are open; closing it again returns nil.
+// MWs, QPs, SRQs or AHs of the PD are open; closing it again returns nil.
 func (pd *PD) Close() error {
 	pd.dev.mu.Lock()
 	defer pd.dev.mu.Unlock()
 	if pd.closed {
 		return nil
 	}
-	if pd.mrs > 0 || pd.mws > 0 || pd.qps > 0 || pd.srqs > 0 {
-		return errorf("close PD", "%w: %d MR(s), %d MW(s), %d QP(s) and %d SRQ(s) still open", ErrBusy, pd.mrs, pd.mws, pd.qps, pd.srqs)
+	if pd.mrs > 0 || pd.mws > 0 || pd.qps > 0 || pd.srqs > 0 || pd.ahs > 0 {
+		return errorf("close PD", "%w: %d MR(s), %d MW(s), %d QP(s), %d SRQ(s) and %d AH(s) still open",
+			ErrBusy, pd.mrs, pd.mws, pd.qps, pd.srqs, pd.ahs)
 	}
 	pd.closed = true
 	return nil
@@ -67,8 +68,8 @@ func (pd *PD) RegMR(buf []byte, access AccessFlags) (*MR, error) {
 	return &MR{pd: pd, r: r, buf: buf}, nil
 }
 
-// CreateQP creates a queue pair in the RESET state (ibv_create_qp). Only RC
-// is supported so far; both CQs must belong to the PD's device.
+// CreateQP creates a queue pair in the RESET state (ibv_create_qp): RC, UC
+// or UD. Both CQs must belong to the PD's device.
 func (pd *PD) CreateQP(attr *QPInitAttr) (*QP, error) {
 	const verb = "create QP"
 	switch {

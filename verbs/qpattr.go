@@ -16,7 +16,7 @@ type QPCap struct {
 
 // QPInitAttr describes a queue pair to create (struct ibv_qp_init_attr).
 type QPInitAttr struct {
-	// Type is the transport; only QPTypeRC is supported so far.
+	// Type is the transport service: QPTypeRC, QPTypeUC or QPTypeUD.
 	Type QPType
 	// SendCQ and RecvCQ receive the completions of the send and receive
 	// queues; both are required, may be the same CQ, and must belong to
@@ -34,9 +34,10 @@ type QPInitAttr struct {
 }
 
 // AHAttr is an address vector (struct ibv_ah_attr with its GRH): where a
-// connected QP sends. On RoCE every packet carries a GRH, so moving an RC
-// QP to RTR needs IsGlobal set and DGID the peer's GID; the rest may stay
-// zero. Endpoint and QP.ConnectRC fill it in.
+// connected QP sends, or an address handle of UD sends (PD.CreateAH). On
+// RoCE every packet carries a GRH, so IsGlobal must be set and DGID be
+// the peer's GID; the rest may stay zero. Endpoint.AHAttr, QP.ConnectRC
+// and QP.ConnectUC fill it in.
 type AHAttr struct {
 	// DGID is the peer's GID: its IP address (GIDFromAddr).
 	DGID GID
@@ -52,7 +53,7 @@ type AHAttr struct {
 	IsGlobal bool
 	// SL is the service level.
 	SL uint8
-	// PortNum is the local port, 1.
+	// PortNum is the local port, 1 (0 is taken as 1).
 	PortNum uint8
 	// DestPort is a goverbs extension: the peer device's UDP port
 	// (Endpoint.Port), 0 meaning the RoCEv2 port 4791. It lets several
@@ -68,7 +69,9 @@ type QPAttr struct {
 	State, CurState QPState
 	// PathMTU is the path MTU, at most the port's active MTU (RTR).
 	PathMTU MTU
-	// QKey is the queue key of UD QPs.
+	// QKey is a UD QP's queue key (INIT, and optional at later
+	// transitions): received packets must carry it, and sends whose
+	// SendWR.RemoteQKey has the high bit set carry it.
 	QKey uint32
 	// RQPSN is the first PSN expected from the peer (RTR), SQPSN the
 	// first PSN sent (RTS): 24 bits each.

@@ -44,6 +44,14 @@ type SendWR struct {
 	// of WRAtomicFetchAndAdd; Swap is the swap value. The original value
 	// at RemoteAddr lands in the 8 bytes of SGList.
 	CompareAdd, Swap uint64
+	// AH, RemoteQPN and RemoteQKey address a send on a UD QP (wr.ud): an
+	// address handle of the QP's PD, the destination QP's number and the
+	// Q_Key it expects. A RemoteQKey with the high bit set sends the QP's
+	// own QPAttr.QKey instead (a privileged Q_Key). Other QP types
+	// ignore them.
+	AH         *AH
+	RemoteQPN  QPN
+	RemoteQKey uint32
 	// BindMW is the bind of WRBindMW (ibv_send_wr.bind_mw).
 	BindMW BindMW
 }

@@ -3,7 +3,7 @@
 //	goverbs demo            run every RC operation between two devices on loopback UDP
 //	goverbs codec           show a RoCEv2 exchange built and checked by the codec
 //	goverbs decode FILE     decode the RoCEv2 frames of a pcap file
-//	goverbs ibv_rc_pingpong [options] [host]
+//	goverbs ibv_rc_pingpong | ibv_uc_pingpong | ibv_ud_pingpong [options] [host]
 //	goverbs ibv_srq_pingpong [options] [host]
 //	goverbs ibv_devinfo | ibv_devices [options]
 //	goverbs ib_write_bw | ib_write_lat | ib_read_bw | ib_read_lat |
@@ -77,6 +77,8 @@ func startProfile(path string) (stop func(), err error) {
 // tools are the subcommands that stand in for rdma-core and perftest tools.
 var tools = map[string]func(args []string, stdout, stderr io.Writer) error{
 	"ibv_rc_pingpong":  pingpongTool("ibv_rc_pingpong", pingpong.Run),
+	"ibv_uc_pingpong":  pingpongTool(pingpong.UCProg, pingpong.Run),
+	"ibv_ud_pingpong":  pingpongTool(pingpong.UDProg, pingpong.Run),
 	"ibv_srq_pingpong": pingpongTool(pingpong.SRQProg, pingpong.RunSRQ),
 	"ibv_devinfo":      ibvDevinfo,
 	"ibv_devices":      ibvDevices,
@@ -138,8 +140,9 @@ commands:
   codec           build an RC SEND and its ACK with the RoCEv2 codec, print and verify them
   decode [-all-ports] FILE
                   decode the RoCEv2 frames (UDP port 4791, or any) of a pcap file, check ICRCs
-  ibv_rc_pingpong [options] [host]
-                  RC ping-pong with the options, exchange and output of rdma-core's tool
+  ibv_rc_pingpong, ibv_uc_pingpong, ibv_ud_pingpong [options] [host]
+                  RC, UC or UD ping-pong with the options, exchange and output of
+                  rdma-core's tools
   ibv_srq_pingpong [options] [host]
                   the same on -q QPs (default 16) receiving through one shared receive queue
   ib_write_bw, ib_write_lat, ib_read_bw, ib_read_lat, ib_send_bw, ib_send_lat,

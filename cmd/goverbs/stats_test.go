@@ -19,7 +19,7 @@ func freeTCPPort(t *testing.T) string {
 }
 
 // statLine is devinfo.Stat's line, as `rdma statistic show link` prints.
-var statLine = regexp.MustCompile(`(?m)^link goverbs\d+/1 sent_pkts (\d+) rcvd_pkts (\d+) .*retransmitted_pkts \d+ drop_malformed \d+ .* $`)
+var statLine = regexp.MustCompile(`(?m)^link goverbs\d+/1 sent_pkts (\d+) rcvd_pkts (\d+) .*retransmitted_pkts \d+ ud_send_too_long \d+ drop_malformed \d+ .* $`)
 
 // TestStatsOption: every tool prints its device's counters to stderr at
 // exit with --stats, in `rdma statistic` form, with the packets it sent

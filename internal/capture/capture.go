@@ -56,12 +56,10 @@ const (
 	linkTypeEthernet = 1
 
 	ethHdrSize   = 14
-	ipv4HdrSize  = 20
 	ipv6HdrSize  = 40
 	udpHdrSize   = 8
 	etherTypeIP4 = 0x0800
 	etherTypeIP6 = 0x86dd
-	protoUDP     = 17
 
 	maxFrame = ethHdrSize + ipv6HdrSize + udpHdrSize
 )
@@ -102,32 +100,13 @@ func (w *Writer) WriteFrame(f *Frame) error {
 	copy(frame[0:], dstMAC[:])
 	copy(frame[6:], srcMAC[:])
 	udpLen := udpHdrSize + len(f.Packet)
-	ip := frame[ethHdrSize:]
-	var ipLen int
 	if e.IPv4() {
-		ipLen = ipv4HdrSize
 		be.PutUint16(frame[12:], etherTypeIP4)
-		ip[0] = 4<<4 | ipv4HdrSize/4
-		ip[1] = f.TOS
-		be.PutUint16(ip[2:], uint16(ipv4HdrSize+udpLen))
-		be.PutUint16(ip[4:], e.IPID)
-		be.PutUint16(ip[6:], e.FlagsFragment)
-		ip[8], ip[9] = ttl, protoUDP
-		be.PutUint16(ip[10:], 0)
-		src, dst := e.Src.Unmap().As4(), e.Dst.Unmap().As4()
-		copy(ip[12:], src[:])
-		copy(ip[16:], dst[:])
-		be.PutUint16(ip[10:], ipv4Checksum(ip[:ipv4HdrSize]))
 	} else {
-		ipLen = ipv6HdrSize
 		be.PutUint16(frame[12:], etherTypeIP6)
-		be.PutUint32(ip[0:], 6<<28|uint32(f.TOS)<<20) // flow label 0
-		be.PutUint16(ip[4:], uint16(udpLen))
-		ip[6], ip[7] = protoUDP, ttl
-		src, dst := e.Src.As16(), e.Dst.As16()
-		copy(ip[8:], src[:])
-		copy(ip[24:], dst[:])
 	}
+	ip := frame[ethHdrSize:]
+	ipLen := wire.PutIPHeader(ip, e, udpLen, f.TOS, ttl)
 	udp := ip[ipLen:]
 	be.PutUint16(udp[0:], e.SrcPort)
 	be.PutUint16(udp[2:], e.DstPort)
@@ -151,17 +130,4 @@ func (w *Writer) WriteFrame(f *Frame) error {
 		return fmt.Errorf("capture: %w", err)
 	}
 	return nil
-}
-
-// ipv4Checksum is the Internet checksum (RFC 1071) of an IPv4 header whose
-// checksum field is zero.
-func ipv4Checksum(h []byte) uint16 {
-	var sum uint32
-	for i := 0; i+1 < len(h); i += 2 {
-		sum += uint32(h[i])<<8 | uint32(h[i+1])
-	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	return ^uint16(sum)
 }

@@ -98,7 +98,9 @@ func (d *Device) takeCNP(qp *QP, from netip.AddrPort) {
 func (d *Device) noteECN(qp *QP, m *conn.Message) {
 	if m.ECN == conn.ECNCE {
 		d.counters.inc(NpECNMarked)
-		qp.cc.marked.Add(1)
+		if qp.kind.connected { // a UD QP has no one peer to send a CNP to
+			qp.cc.marked.Add(1)
+		}
 	}
 }
 

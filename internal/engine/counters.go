@@ -28,6 +28,7 @@ const (
 	LocalACKTimeout                       // retransmit timer expiries
 	CQOverflow                            // completions lost to a full CQ
 	RetransmittedPkts                     // packets sent again: go-back-N resends, READ re-requests, re-sent READ responses
+	UDSendTooLong                         // UD sends longer than the MTU, completed without a packet (C10-93.1.1)
 	DropMalformed                         // failed wire validation
 	DropBadICRC                           // ICRC mismatch
 	DropUnknownQP                         // DestQP names no QP
@@ -35,7 +36,11 @@ const (
 	DropWrongTransport                    // opcode transport differs from the QP type
 	DropBadPKey                           // P_Key does not match 0xFFFF
 	DropWrongSource                       // RC/UC packet not from the QP's peer
+	DropBadQKey                           // UD packet whose Q_Key is not the QP's
 	DropRxOverflow                        // QP inbound queue full
+	DropNoRecvWQE                         // UC/UD message with no receive WQE to take it
+	DropInvalidRequest                    // UC/UD message the responder refused: length, opcode sequence, access
+	DropUCIncomplete                      // UC packets of a message an earlier lost packet cut short
 	DropUnexpectedResponse                // response that matches no outstanding request
 	DropDuplicateResponse                 // response for an already completed PSN
 	NpECNMarked                           // packets received marked congestion experienced (mlx5's name)
@@ -66,6 +71,7 @@ var counterNames = [numCounters]string{
 	LocalACKTimeout:        "local_ack_timeout_err",
 	CQOverflow:             "cq_overflow",
 	RetransmittedPkts:      "retransmitted_pkts",
+	UDSendTooLong:          "ud_send_too_long",
 	DropMalformed:          "drop_malformed",
 	DropBadICRC:            "drop_bad_icrc",
 	DropUnknownQP:          "drop_unknown_qp",
@@ -73,7 +79,11 @@ var counterNames = [numCounters]string{
 	DropWrongTransport:     "drop_wrong_transport",
 	DropBadPKey:            "drop_bad_pkey",
 	DropWrongSource:        "drop_wrong_source",
+	DropBadQKey:            "drop_bad_qkey",
 	DropRxOverflow:         "drop_rx_overflow",
+	DropNoRecvWQE:          "drop_no_recv_wqe",
+	DropInvalidRequest:     "drop_invalid_request",
+	DropUCIncomplete:       "drop_uc_incomplete",
 	DropUnexpectedResponse: "drop_unexpected_response",
 	DropDuplicateResponse:  "drop_duplicate_response",
 	NpECNMarked:            "np_ecn_marked_roce_packets",

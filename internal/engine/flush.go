@@ -12,11 +12,7 @@ import (
 // again for work posted while in it.
 func (qp *QP) flush() {
 	qpn := ib.QPN(qp.qpn)
-	for w := qp.sq.Peek(); w != nil; w = qp.sq.Peek() {
-		wc := WC{WRID: w.wrID, Status: ib.WCWRFlushErr, Opcode: wcOpcodes[w.opcode], QPNum: qpn}
-		qp.sq.Pop()
-		qp.sendCQ.push(&wc)
-	}
+	qp.flushSend()
 	qp.req = requester{psn: qp.req.maxPSN, maxPSN: qp.req.maxPSN, cur: qp.sq.Head()}
 	qp.comp.deadline = time.Time{}
 	if qp.resp.haveWQE {
@@ -35,4 +31,15 @@ func (qp *QP) flush() {
 	qp.comp.stash.clear()
 	qp.dropInbound()
 	qp.lastWQEReached()
+}
+
+// flushSend completes every send WQE with WR_FLUSH_ERR, in order: all of
+// them when the QP enters ERR, those behind a failed one when a UC or UD
+// QP enters SQE (requester_unacked.go).
+func (qp *QP) flushSend() {
+	for w := qp.sq.Peek(); w != nil; w = qp.sq.Peek() {
+		wc := WC{WRID: w.wrID, Status: ib.WCWRFlushErr, Opcode: wcOpcodes[w.opcode], QPNum: ib.QPN(qp.qpn)}
+		qp.sq.Pop()
+		qp.sendCQ.push(&wc)
+	}
 }

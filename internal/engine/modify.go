@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"net/netip"
 
 	"github.com/goverbs/goverbs/internal/ib"
 	"github.com/goverbs/goverbs/internal/wire"
@@ -77,14 +76,8 @@ func (qp *QP) checkValues(a *QPAttr, mask ib.QPAttrMask) error {
 		return bad("path MTU", a.PathMTU)
 	}
 	if mask&ib.QPAttrAV != 0 {
-		if !a.AH.IsGlobal || a.AH.DGID.IsZero() {
-			return bad("address vector (RoCE needs a GRH with the peer's GID)", a.AH.DGID)
-		}
-		if a.AH.SGIDIndex != 0 {
-			return bad("SGID index (the device has one GID, index 0)", a.AH.SGIDIndex)
-		}
-		if a.AH.DGID.Addr().Unmap().Is4() != qp.dev.local.Addr().Is4() {
-			return bad("destination GID family differs from the device's", a.AH.DGID)
+		if err := qp.dev.checkAV(&a.AH); err != nil {
+			return err
 		}
 	}
 	if mask&ib.QPAttrTimeout != 0 && a.Timeout > 31 {
@@ -122,7 +115,7 @@ func (qp *QP) apply(a *QPAttr, mask ib.QPAttrMask) {
 	set(ib.QPAttrAccessFlags, func() { t.AccessFlags = a.AccessFlags })
 	set(ib.QPAttrPKeyIndex, func() { t.PKeyIndex = a.PKeyIndex })
 	set(ib.QPAttrPort, func() { t.PortNum = a.PortNum })
-	set(ib.QPAttrQKey, func() { t.QKey = a.QKey })
+	set(ib.QPAttrQKey, func() { t.QKey = a.QKey; qp.qkey.Store(a.QKey) })
 	set(ib.QPAttrAV, func() { t.AH = a.AH })
 	set(ib.QPAttrPathMTU, func() { t.PathMTU = a.PathMTU })
 	set(ib.QPAttrTimeout, func() { t.Timeout = a.Timeout })
@@ -139,20 +132,15 @@ func (qp *QP) apply(a *QPAttr, mask ib.QPAttrMask) {
 // qpnMask keeps the 24 bits of a QP number.
 const qpnMask = 1<<24 - 1
 
-// enterRTR readies the responder: expected PSN, peer address, resources.
+// enterRTR readies the responder: expected PSN, peer address (of a
+// connected service; a datagram QP has none), resources.
 func (qp *QP) enterRTR() {
 	a := &qp.attr
 	qp.mtu = uint32(a.PathMTU.Bytes())
-	port := a.AH.DestPort
-	if port == 0 {
-		port = wire.UDPPort
-	}
-	peer := netip.AddrPortFrom(a.AH.DGID.Addr().Unmap(), port)
-	qp.peer.Store(&peer)
-	qp.env = wire.Envelope{
-		Src: qp.dev.local.Addr(), Dst: peer.Addr(),
-		FlagsFragment: wire.FlagDontFragment,
-		SrcPort:       qp.dev.local.Port(), DstPort: port,
+	if qp.kind.connected {
+		peer, env := qp.dev.route(&a.AH)
+		qp.peer.Store(&peer)
+		qp.env = env
 	}
 	qp.resp = responder{psn: wire.PSN(a.RQPSN), wqe: recvWQE{sge: qp.resp.wqe.sge[:0]}}
 	qp.resp.res = make([]resource, roundPow2(int(a.MaxDestRdAtomic)))
@@ -183,6 +171,7 @@ func (qp *QP) reset() {
 	qp.resp = responder{wqe: recvWQE{sge: qp.resp.wqe.sge[:0]}}
 	qp.peer.Store(nil)
 	qp.attr = QPAttr{PathMTU: ib.MTU256, PortNum: 1}
+	qp.qkey.Store(0)
 	qp.events = qpEvents{}
 }
 

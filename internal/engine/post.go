@@ -63,13 +63,17 @@ const maxReadPSNs = 1<<22 - maxWindow
 
 // checkSendWR validates a send WR against the QP (rxe_verbs.c validate_send_wr).
 func (qp *QP) checkSendWR(wr *SendWR) error {
+	if !qp.kind.allows(wr.Opcode) {
+		return ErrBadOpcode
+	}
 	switch wr.Opcode {
-	case ib.WRSend, ib.WRSendWithImm, ib.WRRDMAWrite, ib.WRRDMAWriteWithImm,
-		ib.WRRDMARead, ib.WRAtomicCmpAndSwp, ib.WRAtomicFetchAndAdd, ib.WRSendWithInv:
 	case ib.WRBindMW, ib.WRLocalInv:
 		return checkMWOp(wr) // mw.go
-	default:
-		return ErrBadOpcode
+	}
+	if !qp.kind.connected {
+		if err := qp.checkDatagramWR(wr); err != nil {
+			return err
+		}
 	}
 	if len(wr.SGList) > int(qp.cap.MaxSendSGE) {
 		return ErrTooManySGE
@@ -116,6 +120,10 @@ func (qp *QP) checkSendWR(wr *SendWR) error {
 func (qp *QP) fillSendWQE(w *sendWQE, wr *SendWR) error {
 	w.wrID, w.opcode, w.flags, w.imm = wr.WRID, wr.Opcode, wr.Flags, wr.Imm
 	w.remoteAddr, w.rkey, w.compareAdd, w.swap = wr.RemoteAddr, wr.RKey, wr.CompareAdd, wr.Swap
+	w.ah, w.remoteQPN, w.qkey = nil, uint32(wr.RemoteQPN), wr.RemoteQKey
+	if wr.AH != nil {
+		w.ah = *wr.AH
+	}
 	w.signaled = qp.sqSigAll || wr.Flags&ib.SendSignaled != 0
 	w.state, w.status, w.sent = wqePosted, ib.WCSuccess, 0
 	w.sge = append(w.sge[:0], wr.SGList...)

@@ -29,6 +29,7 @@ type QP struct {
 	dev      *Device
 	qpn      uint32
 	typ      ib.QPType
+	kind     *qpKind // what the transport service changes (qpkind.go)
 	pd       uint32
 	sendCQ   *CQ
 	recvCQ   *CQ
@@ -38,7 +39,8 @@ type QP struct {
 	task     task
 
 	state atomic.Uint32                  // ib.QPState
-	peer  atomic.Pointer[netip.AddrPort] // where packets go; set at RTR
+	peer  atomic.Pointer[netip.AddrPort] // where packets go; set at RTR (connected services)
+	qkey  atomic.Uint32                  // the Q_Key UD packets must carry (attr.QKey)
 
 	sqMu    sync.Mutex
 	sq      *queue.Ring[sendWQE]
@@ -90,7 +92,8 @@ var (
 
 // CreateQP creates a QP in the RESET state in protection domain pd.
 func (d *Device) CreateQP(pd uint32, init *QPInitAttr) (*QP, error) {
-	if init.Type != ib.QPTypeRC {
+	kind := kindOf(init.Type)
+	if kind == nil {
 		return nil, fmt.Errorf("type %v: %w", init.Type, ErrNotSupported)
 	}
 	if init.SendCQ == nil || init.RecvCQ == nil {
@@ -122,7 +125,7 @@ func (d *Device) CreateQP(pd uint32, init *QPInitAttr) (*QP, error) {
 	c.MaxSendSGE = max(c.MaxSendSGE, 1)
 	c.MaxRecvSGE = max(c.MaxRecvSGE, 1)
 	qp := &QP{
-		dev: d, typ: init.Type, pd: pd, sendCQ: init.SendCQ, recvCQ: init.RecvCQ,
+		dev: d, typ: init.Type, kind: kind, pd: pd, sendCQ: init.SendCQ, recvCQ: init.RecvCQ,
 		sqSigAll: init.SQSigAll,
 		srq:      init.SRQ,
 		sq:       queue.New[sendWQE](int(c.MaxSendWR)),
@@ -265,7 +268,7 @@ func (qp *QP) turn() (more bool) {
 		case !stateAccepts(qp.State(), p):
 			qp.dev.counters.inc(DropQPState)
 		case p.Info().Is(wire.OpRequest):
-			qp.respond(p)
+			qp.kind.respond(qp, in)
 		default:
 			qp.complete(p, now)
 		}
@@ -300,7 +303,7 @@ func (qp *QP) turn() (more bool) {
 		// (doc/tools.md §2.9; on rxe in the lab, one run in six).
 		qp.sendPendingACK()
 	}
-	if qp.State() != ib.QPStateErr && qp.request(now, turnBudget) {
+	if qp.State() != ib.QPStateErr && qp.kind.request(qp, now, turnBudget) {
 		more = true
 	}
 	qp.completeLocal() // mw.go

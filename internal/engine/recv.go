@@ -51,6 +51,7 @@ func (d *Device) recvLoop() {
 		msgs[i].Buf = bufs[i].b[:]
 	}
 	ready := make([]*QP, 0, n)
+	var env wire.Envelope
 	for {
 		got, err := d.bind.Recv(msgs)
 		if err != nil {
@@ -61,8 +62,12 @@ func (d *Device) recvLoop() {
 			continue
 		}
 		for i := range got {
-			qp := d.accept(&msgs[i])
+			qp := d.accept(&msgs[i], &env)
 			if qp == nil {
+				continue
+			}
+			if qp.kind.grh {
+				ready = d.enqueue(qp, d.datagram(&msgs[i], &env), ready)
 				continue
 			}
 			ready = d.enqueue(qp, inPkt{p: wire.Packet(msgs[i].Buf[:msgs[i].N]), buf: bufs[i]}, ready)
@@ -103,6 +108,7 @@ func (d *Device) recvCoalesced(cr conn.CoalescedReceiver) {
 		msgs[i].Buf = bufs[i].b[:]
 	}
 	ready := make([]*QP, 0, len(msgs))
+	var env wire.Envelope
 	for {
 		got, err := cr.RecvCoalesced(msgs)
 		if err != nil {
@@ -123,8 +129,12 @@ func (d *Device) recvCoalesced(cr conn.CoalescedReceiver) {
 					d.counters.inc(DropMalformed)
 					continue
 				}
-				qp := d.accept(&dg)
+				qp := d.accept(&dg, &env)
 				if qp == nil {
+					continue
+				}
+				if qp.kind.grh {
+					ready = d.enqueue(qp, d.datagram(&dg, &env), ready)
 					continue
 				}
 				if pin {
@@ -185,8 +195,10 @@ func contains(qps []*QP, qp *QP) bool {
 }
 
 // accept runs the receive checks on one datagram and returns the QP it is
-// for, or nil after counting why it was dropped.
-func (d *Device) accept(m *conn.Message) *QP {
+// for, or nil after counting why it was dropped. It fills env, the
+// caller's scratch, with the datagram's envelope as the ICRC check found
+// it.
+func (d *Device) accept(m *conn.Message, env *wire.Envelope) *QP {
 	p := wire.Packet(m.Buf[:m.N])
 	if p.Validate() != nil {
 		d.counters.inc(DropMalformed)
@@ -205,7 +217,7 @@ func (d *Device) accept(m *conn.Message) *QP {
 		d.takeCNP(qp, m.Addr) // congestion control (cc.go), not a request or response
 		return nil
 	}
-	if !transportMatches(bth.Opcode().Transport(), qp.typ) {
+	if bth.Opcode().Transport() != qp.kind.transport {
 		d.counters.inc(DropWrongTransport)
 		return nil
 	}
@@ -217,16 +229,21 @@ func (d *Device) accept(m *conn.Message) *QP {
 		d.counters.inc(DropBadPKey)
 		return nil
 	}
-	if !fromPeer(qp.peer.Load(), m.Addr) {
-		d.counters.inc(DropWrongSource)
+	if qp.kind.connected {
+		if !fromPeer(qp.peer.Load(), m.Addr) {
+			d.counters.inc(DropWrongSource)
+			return nil
+		}
+	} else if c := qp.admitsDatagram(p); c != numCounters {
+		d.counters.inc(c)
 		return nil
 	}
-	env := wire.Envelope{
+	*env = wire.Envelope{
 		Src: m.Addr.Addr(), Dst: d.local.Addr(),
 		FlagsFragment: wire.FlagDontFragment,
 		SrcPort:       m.Addr.Port(), DstPort: d.local.Port(),
 	}
-	if !icrcOK(p, &env, m) {
+	if !icrcOK(p, env, m) {
 		d.counters.inc(DropBadICRC)
 		return nil
 	}
@@ -240,13 +257,14 @@ func (d *Device) accept(m *conn.Message) *QP {
 // (0, which goverbs and any unconnected DF socket send alone, or the
 // packet's index in a coalesced receive, which a GSO send numbered) and 0;
 // otherwise it solves for the ID from the trailer: Linux rxe numbers its
-// datagrams (see wire.CheckICRCGuessIPID).
+// datagrams (see wire.CheckICRCGuessIPID). env.IPID is then the ID found.
 func icrcOK(p wire.Packet, env *wire.Envelope, m *conn.Message) bool {
 	if m.HasIPID || !env.IPv4() {
 		env.IPID = m.IPID
 		return p.CheckICRC(env) == nil
 	}
-	_, err := p.CheckICRCGuessIPID(env, m.IPID)
+	id, err := p.CheckICRCGuessIPID(env, m.IPID)
+	env.IPID = id
 	return err == nil
 }
 
@@ -258,16 +276,6 @@ func stateAccepts(st ib.QPState, p wire.Packet) bool {
 		min = ib.QPStateRTR
 	}
 	return st >= min && st != ib.QPStateErr
-}
-
-func transportMatches(t wire.Transport, qt ib.QPType) bool {
-	switch qt {
-	case ib.QPTypeRC:
-		return t == wire.TransportRC
-	case ib.QPTypeUC:
-		return t == wire.TransportUC
-	}
-	return false
 }
 
 // pkeyMatches applies the P_Key rule against the default key 0xFFFF

@@ -13,9 +13,11 @@ import (
 	"github.com/goverbs/goverbs/internal/wire"
 )
 
-// fuzzRig is a device with one connected RC QP whose peer is a raw bind the
-// fuzzer sends packets from.
+// fuzzRig is a device with one QP — RC unless made by newFuzzRigType —
+// connected to (UD: reachable by) a raw bind the fuzzer sends packets
+// from.
 type fuzzRig struct {
+	typ    ib.QPType
 	dev    *Device
 	qp     *QP
 	peer   conn.Bind
@@ -28,13 +30,20 @@ type fuzzRig struct {
 	mtu    ib.MTU // the path MTU connect sets: the device's active MTU
 }
 
-const fuzzPeerQPN = 0x99
+const (
+	fuzzPeerQPN = 0x99
+	fuzzQKey    = 0x11111111 // a UD rig's Q_Key
+)
 
 // rigTweak changes the device's configuration or the QP's capacities of a
 // rig before they are created.
 type rigTweak func(*DeviceConfig, *QPCap)
 
 func newFuzzRig(tb testing.TB, tweaks ...rigTweak) *fuzzRig {
+	return newFuzzRigType(tb, ib.QPTypeRC, tweaks...)
+}
+
+func newFuzzRigType(tb testing.TB, typ ib.QPType, tweaks ...rigTweak) *fuzzRig {
 	net := memconn.NewNetwork(memconn.Options{})
 	a, err := net.Listen(netip.MustParseAddrPort("10.0.0.1:4791"))
 	if err != nil {
@@ -54,11 +63,11 @@ func newFuzzRig(tb testing.TB, tweaks ...rigTweak) *fuzzRig {
 	}
 	tb.Cleanup(func() { d.Close(); b.Close() })
 	cq, _ := d.CreateCQ(64)
-	qp, err := d.CreateQP(1, &QPInitAttr{Type: ib.QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: qpCap})
+	qp, err := d.CreateQP(1, &QPInitAttr{Type: typ, SendCQ: cq, RecvCQ: cq, Cap: qpCap})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r := &fuzzRig{dev: d, qp: qp, peer: b, cq: cq, net: net, mem: make([]byte, 3*1024), mtu: cfg.ActiveMTU}
+	r := &fuzzRig{typ: typ, dev: d, qp: qp, peer: b, cq: cq, net: net, mem: make([]byte, 3*1024), mtu: cfg.ActiveMTU}
 	r.region = r.mem[1024:2048]
 	reg, err := d.MRs().Register(1, r.region, ib.AccessLocalWrite|ib.AccessRemoteWrite|ib.AccessRemoteRead|ib.AccessRemoteAtomic)
 	if err != nil {
@@ -71,29 +80,53 @@ func newFuzzRig(tb testing.TB, tweaks ...rigTweak) *fuzzRig {
 	return r
 }
 
-// connect (re)connects the QP to the raw peer, expecting PSN 0.
+// rigStep is one modify of a rig's QP.
+type rigStep struct {
+	a QPAttr
+	m ib.QPAttrMask
+}
+
+// steps are the modifies that take the rig's QP, of its type, from any
+// state to RTS towards the raw peer, expecting PSN 0.
+func (r *fuzzRig) steps() []rigStep {
+	return map[ib.QPType][]rigStep{
+		ib.QPTypeRC: {
+			{QPAttr{State: ib.QPStateReset}, ib.QPAttrState},
+			{QPAttr{State: ib.QPStateInit, PortNum: 1, AccessFlags: ib.AccessLocalWrite | ib.AccessRemoteWrite | ib.AccessRemoteRead | ib.AccessRemoteAtomic},
+				ib.QPAttrState | ib.QPAttrPKeyIndex | ib.QPAttrPort | ib.QPAttrAccessFlags},
+			{QPAttr{State: ib.QPStateRTR, PathMTU: r.mtu, DestQPN: fuzzPeerQPN, MaxDestRdAtomic: 4, MinRNRTimer: 1,
+				AH: AHAttr{IsGlobal: true, DGID: ib.GIDFromAddr(r.env.Src)}},
+				ib.QPAttrState | ib.QPAttrAV | ib.QPAttrPathMTU | ib.QPAttrDestQPN | ib.QPAttrRQPSN | ib.QPAttrMaxDestRdAtomic | ib.QPAttrMinRNRTimer},
+			{QPAttr{State: ib.QPStateRTS, Timeout: 1, RetryCnt: 1, RNRRetry: 1, MaxRdAtomic: 4},
+				ib.QPAttrState | ib.QPAttrSQPSN | ib.QPAttrTimeout | ib.QPAttrRetryCnt | ib.QPAttrRNRRetry | ib.QPAttrMaxQPRdAtomic},
+		},
+		ib.QPTypeUC: {
+			{QPAttr{State: ib.QPStateReset}, ib.QPAttrState},
+			{QPAttr{State: ib.QPStateInit, PortNum: 1, AccessFlags: ib.AccessLocalWrite | ib.AccessRemoteWrite},
+				ib.QPAttrState | ib.QPAttrPKeyIndex | ib.QPAttrPort | ib.QPAttrAccessFlags},
+			{QPAttr{State: ib.QPStateRTR, PathMTU: r.mtu, DestQPN: fuzzPeerQPN,
+				AH: AHAttr{IsGlobal: true, DGID: ib.GIDFromAddr(r.env.Src)}},
+				ib.QPAttrState | ib.QPAttrAV | ib.QPAttrPathMTU | ib.QPAttrDestQPN | ib.QPAttrRQPSN},
+			{QPAttr{State: ib.QPStateRTS}, ib.QPAttrState | ib.QPAttrSQPSN},
+		},
+		ib.QPTypeUD: {
+			{QPAttr{State: ib.QPStateReset}, ib.QPAttrState},
+			{QPAttr{State: ib.QPStateInit, PortNum: 1, QKey: fuzzQKey}, ib.QPAttrState | ib.QPAttrPKeyIndex | ib.QPAttrPort | ib.QPAttrQKey},
+			{QPAttr{State: ib.QPStateRTR}, ib.QPAttrState},
+			{QPAttr{State: ib.QPStateRTS}, ib.QPAttrState | ib.QPAttrSQPSN},
+		},
+	}[r.typ]
+}
+
+// connect (re)connects the QP to the raw peer, expecting PSN 0, and posts
+// a receive of 512 bytes.
 func (r *fuzzRig) connect(tb testing.TB) {
 	qp := r.qp
-	steps := []struct {
-		a QPAttr
-		m ib.QPAttrMask
-	}{
-		{QPAttr{State: ib.QPStateReset}, ib.QPAttrState},
-		{QPAttr{State: ib.QPStateInit, PortNum: 1, AccessFlags: ib.AccessLocalWrite | ib.AccessRemoteWrite | ib.AccessRemoteRead | ib.AccessRemoteAtomic},
-			ib.QPAttrState | ib.QPAttrPKeyIndex | ib.QPAttrPort | ib.QPAttrAccessFlags},
-		{QPAttr{State: ib.QPStateRTR, PathMTU: r.mtu, DestQPN: fuzzPeerQPN, MaxDestRdAtomic: 4, MinRNRTimer: 1,
-			AH: AHAttr{IsGlobal: true, DGID: ib.GIDFromAddr(r.env.Src)}},
-			ib.QPAttrState | ib.QPAttrAV | ib.QPAttrPathMTU | ib.QPAttrDestQPN | ib.QPAttrRQPSN | ib.QPAttrMaxDestRdAtomic | ib.QPAttrMinRNRTimer},
-		{QPAttr{State: ib.QPStateRTS, Timeout: 1, RetryCnt: 1, RNRRetry: 1, MaxRdAtomic: 4},
-			ib.QPAttrState | ib.QPAttrSQPSN | ib.QPAttrTimeout | ib.QPAttrRetryCnt | ib.QPAttrRNRRetry | ib.QPAttrMaxQPRdAtomic},
-	}
-	for _, s := range steps {
+	for _, s := range r.steps() {
 		if err := qp.Modify(&s.a, s.m); err != nil {
 			tb.Fatal(err)
 		}
 	}
-	buf := r.region[:512]
-	_ = buf
 	rw := &RecvWR{SGList: []SGE{{Addr: mem.AddrOf(r.region), Length: 512, LKey: ib.LKey(r.key)}}}
 	if _, err := qp.PostRecv(rw); err != nil {
 		tb.Fatal(err)
@@ -147,21 +180,32 @@ func (r *fuzzRig) send(tb testing.TB, b conn.Bind, p []byte) {
 	r.qp.mu.Unlock()
 }
 
+// seeder builds a rig's seed packets: add appends one, with AckReq for
+// RC, and reth fills a RETH naming bytes of the rig's region.
+type seeder struct {
+	r     *fuzzRig
+	seeds [][]byte
+}
+
+func (s *seeder) add(op wire.Opcode, psn wire.PSN, n int, fill func(p wire.Packet)) {
+	f := wire.BTHFields{Opcode: op, PKey: 0xffff, PSN: psn, AckRequest: s.r.typ == ib.QPTypeRC}
+	p, _ := wire.NewPacket(make([]byte, 512), 0, &f, n)
+	if fill != nil {
+		fill(p)
+	}
+	s.seeds = append(s.seeds, append([]byte(nil), p...))
+}
+
+func (s *seeder) reth(off uint64, n uint32) func(wire.Packet) {
+	return func(p wire.Packet) {
+		p.RETH().Encode(&wire.RETHFields{VA: mem.AddrOf(s.r.region) + off, RKey: uint32(s.r.key), DMALength: n})
+	}
+}
+
 func fuzzSeeds(r *fuzzRig) [][]byte {
 	va := mem.AddrOf(r.region)
-	var seeds [][]byte
-	add := func(op wire.Opcode, psn wire.PSN, n int, fill func(p wire.Packet)) {
-		p, _ := wire.NewPacket(make([]byte, 512), 0, &wire.BTHFields{Opcode: op, PKey: 0xffff, PSN: psn, AckRequest: true}, n)
-		if fill != nil {
-			fill(p)
-		}
-		seeds = append(seeds, append([]byte(nil), p...))
-	}
-	reth := func(off uint64, n uint32) func(wire.Packet) {
-		return func(p wire.Packet) {
-			p.RETH().Encode(&wire.RETHFields{VA: va + off, RKey: uint32(r.key), DMALength: n})
-		}
-	}
+	sd := &seeder{r: r}
+	add, reth := sd.add, sd.reth
 	add(wire.RCSendOnly, 0, 16, nil)
 	add(wire.RCSendFirst, 0, 256, nil)
 	add(wire.RCWriteOnly, 0, 32, reth(8, 32))
@@ -178,7 +222,65 @@ func fuzzSeeds(r *fuzzRig) [][]byte {
 	add(wire.RCAcknowledge, 0, 0, func(p wire.Packet) { p.AETH().SetSyndrome(wire.NAKSyndrome(wire.NAKRemoteAccess)) })
 	add(wire.RCReadResponseOnly, 0, 8, func(p wire.Packet) { p.AETH().SetSyndrome(0x1f) })
 	add(wire.RCAtomicAcknowledge, 0, 0, nil)
-	return seeds
+	return sd.seeds
+}
+
+// unackedSeeds are UC and UD packets for a rig of that type: SENDs and
+// WRITEs, whole and in pieces, with the rig's Q_Key.
+func unackedSeeds(r *fuzzRig) [][]byte {
+	sd := &seeder{r: r}
+	add, reth := sd.add, sd.reth
+	deth := func(p wire.Packet) { p.DETH().Encode(&wire.DETHFields{QKey: fuzzQKey, SrcQP: fuzzPeerQPN}) }
+	if r.typ == ib.QPTypeUD {
+		add(wire.UDSendOnly, 0, 40, deth)
+		add(wire.UDSendOnlyWithImmediate, 7, 300, deth)
+		add(wire.UDSendOnly, 1, 480, deth)
+		return sd.seeds
+	}
+	add(wire.UCSendOnly, 0, 16, nil)
+	add(wire.UCSendFirst, 0, 256, nil)
+	add(wire.UCSendMiddle, 1, 256, nil)
+	add(wire.UCSendLastWithImmediate, 2, 10, nil)
+	add(wire.UCWriteOnly, 0, 32, reth(8, 32))
+	add(wire.UCWriteFirst, 0, 256, reth(0, 600))
+	add(wire.UCWriteLast, 2, 88, nil)
+	add(wire.UCWriteOnlyWithImmediate, 5, 4, reth(1020, 4))
+	return sd.seeds
+}
+
+// FuzzReceivePathUnacked is FuzzReceivePath for UC and UD QPs: the first
+// byte picks the rig, the rest is the packet.
+func FuzzReceivePathUnacked(f *testing.F) {
+	rigs := []*fuzzRig{newFuzzRigType(f, ib.QPTypeUC), newFuzzRigType(f, ib.QPTypeUD)}
+	for i, r := range rigs {
+		for _, s := range unackedSeeds(r) {
+			f.Add(append([]byte{byte(i)}, s...))
+		}
+	}
+	guards := make([][]byte, len(rigs))
+	for i, r := range rigs {
+		guards[i] = append([]byte(nil), r.mem[:1024]...)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) < 1 || len(data) > pktBufSize+1 {
+			return
+		}
+		i := int(data[0]) % len(rigs)
+		r := rigs[i]
+		if st := r.qp.State(); st != ib.QPStateRTS {
+			r.connect(t)
+		}
+		r.inject(t, append([]byte(nil), data[1:]...))
+		if !bytes.Equal(r.mem[:1024], guards[i]) || !bytes.Equal(r.mem[2048:], guards[i]) {
+			t.Fatal("bytes outside the registered region changed")
+		}
+		wcs := make([]WC, 64)
+		if n, _ := r.cq.Poll(wcs); n > 0 && r.qp.rq.Len() == 0 {
+			if _, err := r.qp.PostRecv(&RecvWR{SGList: []SGE{{Addr: mem.AddrOf(r.region), Length: 512, LKey: ib.LKey(r.key)}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 }
 
 // FuzzReceivePath drives arbitrary transport packets with valid ICRCs

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"net/netip"
 	"time"
 
 	"github.com/goverbs/goverbs/internal/ib"
@@ -225,14 +226,15 @@ func (qp *QP) ackWanted() bool {
 // the copy it saves.
 const gatherMin = 512
 
-// queuePayload seals p, whose headers are filled, with the n payload bytes
-// of w from w.sent, and queues it: from the WQE's inline copy; from the
+// queuePayload seals p, whose headers are filled, for envelope e with the
+// n payload bytes of w from w.sent, and queues it to dst (a connected QP's
+// peer, a UD send's address handle): from the WQE's inline copy; from the
 // memory region itself, without a copy, when they lie in one SGE and are
 // at least gatherMin (doc/design.md §2, "Transmit"); otherwise copied out
 // of the SGEs. It reports false, queueing nothing, on a local protection
 // fault.
-func (qp *QP) queuePayload(w *sendWQE, p wire.Packet, n uint32) bool {
-	crc := p.StartICRC(&qp.env)
+func (qp *QP) queuePayload(w *sendWQE, p wire.Packet, e *wire.Envelope, dst *netip.AddrPort, n uint32) bool {
+	crc := p.StartICRC(e)
 	switch {
 	case w.flags&ib.SendInline != 0:
 		crc.Copy(p.Payload(), w.inline[w.sent:w.sent+n])
@@ -243,7 +245,7 @@ func (qp *QP) queuePayload(w *sendWQE, p wire.Packet, n uint32) bool {
 			}
 			crc.Write(ref.Bytes())
 			p.SealICRCState(crc)
-			qp.xmit.queueGathered(qp, p, ref)
+			qp.xmit.queueGatheredTo(qp, p, ref, dst)
 			return true
 		}
 		fallthrough
@@ -253,19 +255,20 @@ func (qp *QP) queuePayload(w *sendWQE, p wire.Packet, n uint32) bool {
 		}
 	}
 	p.SealICRCState(crc)
-	qp.xmit.queueSealed(qp, p)
+	qp.xmit.queueSealedTo(qp, p, dst)
 	return true
 }
 
 // sendSegment sends the next packet of a SEND or RDMA WRITE message, whose
-// opcode follows from the message position (doc/protocol.md §5.2).
+// opcode follows from the message position (doc/protocol.md §5.2); a UC
+// QP's opcodes are RC's plus 0x20 and ask for no ACK (§13.1).
 func (qp *QP) sendSegment(w *sendWQE, f *wire.BTHFields) bool {
 	resid := w.length - w.sent
 	pos := positionOf(w.sent > 0, resid, qp.mtu)
 	n := min(resid, qp.mtu)
 	last := pos == posLast || pos == posOnly
-	f.Opcode = rcOpcodes[w.opcode][pos]
-	f.AckRequest = qp.req.noAck >= ackEvery || last && qp.ackWanted()
+	f.Opcode = rcOpcodes[w.opcode][pos] + wire.Opcode(qp.kind.transport)
+	f.AckRequest = qp.kind.acked && (qp.req.noAck >= ackEvery || last && qp.ackWanted())
 	f.SolicitedEvent = last && w.flags&ib.SendSolicited != 0 && (w.isSend() || w.opcode == ib.WRRDMAWriteWithImm)
 	p := qp.xmit.start(qp, f, int(n))
 	if h := p.RETH(); h != nil {
@@ -277,7 +280,7 @@ func (qp *QP) sendSegment(w *sendWQE, f *wire.BTHFields) bool {
 	if h := p.IETH(); h != nil {
 		h.SetRKey(w.imm)
 	}
-	if !qp.queuePayload(w, p, n) {
+	if !qp.queuePayload(w, p, &qp.env, qp.peer.Load(), n) {
 		qp.xmit.abort()
 		w.state, w.status = wqeFailed, compErrors[compLocalProt].status
 		return false

@@ -14,6 +14,7 @@ type responder struct {
 	inSend  bool     // between the FIRST and LAST packets of a SEND
 	inWrite bool     // between the FIRST and LAST packets of a WRITE
 	haveWQE bool     // wqe holds the receive WQE of the SEND in progress
+	dropMsg bool     // UC, UD: the message in progress is dropped, and its packets until a FIRST or ONLY
 	wqe     recvWQE
 	recvOff uint32 // bytes of the SEND placed so far
 	write   writeState
@@ -319,7 +320,7 @@ func (qp *QP) respWrite(p wire.Packet, psn wire.PSN) respOutcome {
 func (qp *QP) acceptRequest(p wire.Packet, psn wire.PSN) {
 	r := &qp.resp
 	r.psn = psn.Next()
-	if p.BTH().AckRequest() || r.sentNAK {
+	if qp.kind.acked && (p.BTH().AckRequest() || r.sentNAK) {
 		r.ackPending, r.ackPSN = true, psn
 	}
 }

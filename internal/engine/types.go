@@ -33,6 +33,13 @@ type SendWR struct {
 	// CompareAdd is the compare value (CMP_AND_SWP) or the addend
 	// (FETCH_AND_ADD); Swap is the swap value.
 	CompareAdd, Swap uint64
+	// AH, RemoteQPN and RemoteQKey address a UD send (wr.ud): the
+	// destination's address handle, QP number and Q_Key. AH points at an
+	// object whose first word is the handle, as BindMW's pointers do: the
+	// verbs AH begins so.
+	AH         **AH
+	RemoteQPN  ib.QPN
+	RemoteQKey uint32
 	// BindMW is the bind of BIND_MW.
 	BindMW BindMW
 }

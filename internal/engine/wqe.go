@@ -31,6 +31,10 @@ type sendWQE struct {
 	length     uint32 // message length
 	signaled   bool
 	bind       *mwBind // of BIND_MW, made at the slot's first (mw.go)
+	// The destination of a UD send (requester_ud.go).
+	ah        *AH
+	remoteQPN uint32
+	qkey      uint32
 
 	// Requester and completer progress, owned by the QP's turn.
 	state    wqeState

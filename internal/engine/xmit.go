@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"net/netip"
+
 	"github.com/goverbs/goverbs/conn"
 	"github.com/goverbs/goverbs/internal/mem"
 	"github.com/goverbs/goverbs/internal/wire"
@@ -78,8 +80,12 @@ func (x *xmitBatch) queue(qp *QP, p wire.Packet) {
 // with a payload from memory are sealed from a wire.ICRCState run over the
 // region while copying (gatherSGEs), so the payload is read once besides
 // the copy.
-func (x *xmitBatch) queueSealed(qp *QP, p wire.Packet) {
-	x.msgs[x.n] = conn.Message{Buf: p, Addr: *qp.peer.Load()}
+func (x *xmitBatch) queueSealed(qp *QP, p wire.Packet) { x.queueSealedTo(qp, p, qp.peer.Load()) }
+
+// queueSealedTo is queueSealed to dst: a connected QP's peer, or the
+// address handle of a UD send.
+func (x *xmitBatch) queueSealedTo(qp *QP, p wire.Packet, dst *netip.AddrPort) {
+	x.msgs[x.n] = conn.Message{Buf: p, Addr: *dst}
 	x.add(qp, p)
 }
 
@@ -87,12 +93,19 @@ func (x *xmitBatch) queueSealed(qp *QP, p wire.Packet) {
 // send from the region ref holds instead of from p: the batch keeps the
 // access until the packet is sent.
 func (x *xmitBatch) queueGathered(qp *QP, p wire.Packet, ref mem.Ref) {
+	x.queueGatheredTo(qp, p, ref, qp.peer.Load())
+}
+
+// queueGatheredTo is queueGathered to dst.
+func (x *xmitBatch) queueGatheredTo(qp *QP, p wire.Packet, ref mem.Ref, dst *netip.AddrPort) {
 	h, body := p.Info().HeaderLen, ref.Bytes()
-	x.msgs[x.n] = conn.Message{Buf: p[:h], Body: body, Tail: p[h+len(body):], Addr: *qp.peer.Load()}
+	x.msgs[x.n] = conn.Message{Buf: p[:h], Body: body, Tail: p[h+len(body):], Addr: *dst}
 	x.refs[x.n] = ref
 	x.add(qp, p)
 }
 
+// add enters p, sealed for the QP's envelope's IPv4 ID — 0, as every
+// envelope an engine seals for, a UD send's too — in the batch.
 func (x *xmitBatch) add(qp *QP, p wire.Packet) {
 	x.pkts[x.n] = p
 	x.bytes += int64(len(p))

@@ -46,6 +46,10 @@ func Connect(host string, port int, listening func()) (net.Conn, error) {
 // allows; the tools then use the smaller of both sides' MTUs or -m.
 const LinkMTU = 4096 + 80
 
+// ActiveMTU is the active MTU LinkMTU gives a device: the link's less 80
+// bytes of headers, as rxe derives it.
+const ActiveMTU = LinkMTU - 80
+
 // BusyPoll is how long the devices of the tools that spin on their CQs
 // (the latency tests, ibv_rc_pingpong without -e) poll their sockets
 // after traffic (verbs.DeviceConfig.BusyPoll). A hardware NIC answers

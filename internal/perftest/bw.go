@@ -1,6 +1,7 @@
 package perftest
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/goverbs/goverbs/verbs"
@@ -33,6 +34,7 @@ func (r *runner) sendWR(i, size int) verbs.SendWR {
 	if size <= r.cfg.Inline {
 		wr.Flags |= verbs.SendInline
 	}
+	s.address(&wr, i)
 	return wr
 }
 
@@ -173,10 +175,15 @@ func (r *runner) bwServer(size int) (Report, error) {
 	wcs := make([]verbs.WC, pollBatch)
 	var first int64
 	rcnt := 0
+	stall := watchStall(context.Background(), cfg, total)
+	defer stall.stop()
 	for d != nil || rcnt < total {
-		k, err := r.s.wait(d.context(), r.s.rcq, wcs)
+		k, err := r.s.wait(stall.context(d.context()), r.s.rcq, wcs)
 		if d.over() {
 			break
+		}
+		if err := stall.err(); err != nil {
+			return Report{}, err
 		}
 		if err != nil {
 			return Report{}, fmt.Errorf("Poll Receive CQ failed: %w", err)
@@ -188,6 +195,7 @@ func (r *runner) bwServer(size int) (Report, error) {
 		if rcnt, err = r.received(wcs[:k], rcnt, d); err != nil {
 			return Report{}, err
 		}
+		stall.count(rcnt)
 	}
 	if d != nil {
 		return bwReport(cfg, size, d.iters, d.window(), 0), nil
@@ -225,7 +233,7 @@ func (r *runner) postRecvs(size, n int) error {
 	q := len(r.s.qps)
 	r.recv, r.posted = make([]verbs.RecvWR, q), make([]int, q)
 	for i := range q {
-		r.recv[i] = verbs.RecvWR{WRID: uint64(i), SGList: []verbs.SGE{r.s.mr.SGE(r.s.remote(i), size)}}
+		r.recv[i] = verbs.RecvWR{WRID: uint64(i), SGList: []verbs.SGE{r.s.recvSGE(i, size)}}
 		for range n {
 			if err := r.repostRecv(i, true); err != nil {
 				return err

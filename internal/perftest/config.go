@@ -23,6 +23,12 @@ const (
 	maxSize    = 1 << 23 // the largest size of -a
 	maxGIDIdx  = 64
 	maxQPs     = 16384
+	// unackedMaxRx is the most receives UC and UD tests post up front:
+	// their default receive depth is the iteration count, so that no
+	// SEND finds none (perftest's UC_MAX_RX).
+	unackedMaxRx = 16000
+	// defRxDepth is the SEND tests' default receive depth (DEF_RX_SEND).
+	defRxDepth = 512
 	// cqModLimit is the size above which completions are requested for
 	// every message, so that the bandwidth is not computed from a few
 	// completions (perftest's MSG_SIZE_CQ_MOD_LIMIT).
@@ -65,6 +71,11 @@ type Config struct {
 	CPUFreq  bool // -F: perftest's CPU frequency warning; nothing to warn about here
 	Events   bool // -e: sleep on completion channels instead of polling the CQs
 	Duplex   bool // -b: both sides send and receive at once (BW tests)
+	// Conn is the connection type (-c): RC, UC or UD (doc/tools.md §2.11).
+	Conn verbs.QPType
+	// sizeSet says -s was given: a UD size beyond the MTU is then an
+	// error rather than cut to the MTU.
+	sizeSet bool
 
 	// Server is the host to connect to; empty means run as the server.
 	Server string
@@ -76,6 +87,9 @@ type Config struct {
 	// --stats or GOVERBS_COUNTERS=1, so that retransmissions show beside a
 	// figure.
 	Stats func(*verbs.Device)
+	// Stderr takes perftest's notes and warnings; ParseArgs sets it to
+	// its own stderr. Nil discards them.
+	Stderr io.Writer
 }
 
 // client reports whether this side connects (and drives the BW tests).
@@ -105,7 +119,7 @@ func ParseArgs(prog string, args []string, stderr io.Writer) (Config, error) {
 		c.TxDepth = 1
 	}
 	if t.Verb == Send {
-		c.RxDepth = 512
+		c.RxDepth = defRxDepth
 	}
 
 	connType := "RC"
@@ -134,7 +148,7 @@ func ParseArgs(prog string, args []string, stderr io.Writer) (Config, error) {
 		toolflag.Opt("F", "CPU-freq", "", "accepted for compatibility: goverbs measures time, not CPU cycles", &c.CPUFreq),
 		toolflag.Opt("", "report_gbits", "", "report bandwidth in Gb/s instead of MB/s", &c.Gbits),
 		toolflag.Opt("", "stats", "", "goverbs: print the device's counters to stderr at exit, as `rdma statistic` does", &c.Counters),
-		toolflag.Opt("c", "connection", "type", "connection type: RC (the only one goverbs runs)", &connType),
+		toolflag.Opt("c", "connection", "type", "connection type: RC, UC (SEND and WRITE tests) or UD (SEND tests) (default RC)", &connType),
 		toolflag.Opt("q", "qp", "num", "number of QPs, each running the iterations (BW tests; default 1)", &c.QPs),
 		toolflag.Opt("", "addr", "ip[:port]", "goverbs: RoCE address of this device (default: the TCP connection's local address, port 4791)", &c.Addr),
 	})
@@ -142,15 +156,43 @@ func ParseArgs(prog string, args []string, stderr io.Writer) (Config, error) {
 	if err != nil {
 		return c, err
 	}
+	if c.Conn, err = connection(connType, t.Verb); err != nil {
+		return c, err
+	}
 	if c.Server, err = oob.ServerHost(hosts, fs.Usage); err != nil {
 		return c, err
 	}
-	return c, c.check(set, connType)
+	c.sizeSet = set["s"] || set["size"]
+	c.Stderr = stderr
+	return c, c.check(set)
+}
+
+// connection returns the QP type of -c s for a test of verb v, refusing
+// what perftest refuses with its words (perftest_parameters.c
+// change_conn_type) and the types goverbs does not have.
+func connection(s string, v Verb) (verbs.QPType, error) {
+	switch s {
+	case "RC":
+		return verbs.QPTypeRC, nil
+	case "UC":
+		if v.readLike() {
+			return 0, errors.New(" UC connection not possible in READ/ATOMIC verbs")
+		}
+		return verbs.QPTypeUC, nil
+	case "UD":
+		if v != Send {
+			return 0, errors.New(" UD connection only possible in SEND verb")
+		}
+		return verbs.QPTypeUD, nil
+	case "XRC", "DC", "SRD", "RawEth":
+		return 0, fmt.Errorf("connection type %s: goverbs runs RC, UC and UD", s)
+	}
+	return 0, errors.New(" Invalid Connection type. Please choose from {RC,UC,UD,XRC,DC,SRD}")
 }
 
 // check applies perftest's range checks and its adjustments of one option
 // to another (force_dependecies in perftest_parameters.c).
-func (c *Config) check(set map[string]bool, connType string) error {
+func (c *Config) check(set map[string]bool) error {
 	isSet := func(short, long string) bool { return set[short] || set[long] }
 	t := c.Test
 	switch {
@@ -184,8 +226,6 @@ func (c *Config) check(set map[string]bool, connType string) error {
 		return fmt.Errorf("QP Timeout %d: should be between 0 and 31", c.Timeout)
 	case c.SL < 0 || c.SL > 15:
 		return errors.New("Only 15 Service levels")
-	case !strings.EqualFold(connType, "RC"):
-		return fmt.Errorf("connection type %s: goverbs runs the perftest tools over RC only", connType)
 	case c.Events && t.Verb == Write:
 		return errors.New("Events feature not available on WRITE verb")
 	case isSet("q", "qp") && t.Lat:
@@ -224,14 +264,17 @@ func (c *Config) check(set map[string]bool, connType string) error {
 		if t.Verb == Send {
 			c.RxDepth = min(c.RxDepth, c.Iters)
 		}
+		if c.Conn != verbs.QPTypeRC && c.RxDepth == defRxDepth {
+			c.RxDepth = min(c.Iters, unackedMaxRx)
+		}
 		if !t.Lat && c.Iters*c.QPs > noPeakIters {
 			c.NoPeak = true
 		}
 	}
 	if c.All {
 		c.Size = maxSize
-	} else if c.Size > cqModLimit && !isSet("Q", "cq-mod") {
-		c.CQMod = 1
+	} else if c.Size > cqModLimit && !isSet("Q", "cq-mod") && c.Conn != verbs.QPTypeUD {
+		c.CQMod = 1 // (not for UD, whose size comes down to the MTU later)
 	}
 	c.CQMod = min(c.CQMod, c.TxDepth)
 	if t.Verb == Send && c.RxDepth%2 == 1 && !c.All {
@@ -290,4 +333,12 @@ func (v atomicValue) Set(s string) error {
 		return errors.New("Invalid Atomic type! please choose from {CMP_AND_SWAP,FETCH_AND_ADD}")
 	}
 	return nil
+}
+
+// stderr is where notes go: Stderr, or nowhere.
+func (c *Config) stderr() io.Writer {
+	if c.Stderr == nil {
+		return io.Discard
+	}
+	return c.Stderr
 }

@@ -22,7 +22,7 @@ type testInfo struct {
 
 // printTestInfo prints perftest's block describing the test
 // (ctx_print_test_info) as perftest 4.5 prints it for rxe: RoCE, one
-// port, RC, no SRQ, relaxed ordering on, the legacy post-send API.
+// port, no SRQ, relaxed ordering on, the legacy post-send API.
 func printTestInfo(w io.Writer, cfg *Config, s testInfo) {
 	t := cfg.Test
 	title := t.Verb.String() + " "
@@ -45,7 +45,7 @@ func printTestInfo(w io.Writer, cfg *Config, s testInfo) {
 	}
 	fmt.Fprintf(w, " Dual-port       : OFF\t\tDevice         : %s\n", s.dev)
 	fmt.Fprintf(w, " Number of qps   : %d\t\tTransport type : IB\n", cfg.QPs)
-	fmt.Fprintf(w, " Connection type : RC\t\tUsing SRQ      : OFF\n")
+	fmt.Fprintf(w, " Connection type : %v\t\tUsing SRQ      : OFF\n", cfg.Conn)
 	// ib_write_lat turns relaxed ordering off: it polls the last byte of
 	// each message, which must not land before the rest.
 	relaxed := "ON"

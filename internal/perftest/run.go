@@ -29,6 +29,9 @@ func Run(cfg Config, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := fitUD(&cfg, verbs.MTU(setup.MTU).Bytes(), cfg.stderr()); err != nil {
+		return err
+	}
 	s, err := openSession(&cfg, c, setup.CycleBuffer)
 	if err != nil {
 		return err
@@ -184,13 +187,14 @@ func (r *runner) close() error {
 	return nil
 }
 
-// sizes are the message sizes of the run: 2, 4, ... 2^23 with -a.
+// sizes are the message sizes of the run: with -a 2, 4, ... 2^23, or up
+// to the MTU in UD tests, whose messages are one packet.
 func (r *runner) sizes() []int {
 	if !r.cfg.All {
 		return []int{r.cfg.Size}
 	}
 	var s []int
-	for i := 1; i <= 23; i++ {
+	for i := 1; i <= 23 && (r.cfg.Conn != verbs.QPTypeUD || 1<<i <= r.s.mtu.Bytes()); i++ {
 		s = append(s, 1<<i)
 	}
 	return s

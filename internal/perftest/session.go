@@ -12,7 +12,7 @@ import (
 	"github.com/goverbs/goverbs/verbs"
 )
 
-// session is one run's RDMA resources: a device, -q RC QPs sharing a send
+// session is one run's RDMA resources: a device, -q QPs sharing a send
 // and a receive CQ, and one buffer of 2·q regions of BUFF bytes: QP i
 // sends from (or reads into) region i, and the peer targets region q+i,
 // the address QP i advertises (doc/tools.md §2.7).
@@ -30,6 +30,9 @@ type session struct {
 	gidIx int
 	my    []Dest // each QP's key message
 	rem   []Dest // the peer's key message for each QP
+	// ahs are, in UD tests, the address handles of the peer's QPs
+	// (unacked.go).
+	ahs []*verbs.AH
 }
 
 // local and remote are the offsets in the buffer of QP i's own region and
@@ -109,7 +112,7 @@ func (s *session) alloc(cycleBuffer int) error {
 		return fmt.Errorf("Couldn't allocate PD: %w", err)
 	}
 	s.buff = max(cfg.Size, cycleBuffer)
-	if s.buf, err = verbs.AllocBuffer(2 * cfg.QPs * s.buff); err != nil {
+	if s.buf, err = verbs.AllocBuffer(2*cfg.QPs*s.buff + s.udSlack()); err != nil {
 		return fmt.Errorf("Couldn't allocate work buf: %w", err)
 	}
 	access := verbs.AccessLocalWrite
@@ -132,15 +135,20 @@ func (s *session) alloc(cycleBuffer int) error {
 		return fmt.Errorf("Couldn't create CQ: %w", err)
 	}
 	for range cfg.QPs {
-		qp, err := s.pd.CreateQP(&verbs.QPInitAttr{Type: verbs.QPTypeRC, SendCQ: s.scq, RecvCQ: s.rcq,
+		qp, err := s.pd.CreateQP(&verbs.QPInitAttr{Type: cfg.Conn, SendCQ: s.scq, RecvCQ: s.rcq,
 			Cap: verbs.QPCap{MaxSendWR: uint32(cfg.TxDepth), MaxRecvWR: uint32(cfg.RxDepth), MaxSendSGE: 1, MaxRecvSGE: 1,
 				MaxInlineData: uint32(cfg.Inline)}})
 		if err != nil {
 			return fmt.Errorf("Couldn't create QP: %w", err)
 		}
 		s.qps = append(s.qps, qp)
-		init := verbs.QPAttr{State: verbs.QPStateInit, PortNum: 1, AccessFlags: qpAccess(cfg.Test.Verb)}
-		if err := qp.Modify(&init, verbs.QPAttrState|verbs.QPAttrPKeyIndex|verbs.QPAttrPort|verbs.QPAttrAccessFlags); err != nil {
+		// UD has a Q_Key where the others have access rights.
+		init := verbs.QPAttr{State: verbs.QPStateInit, PortNum: 1, AccessFlags: qpAccess(cfg.Test.Verb), QKey: qkey}
+		mask := verbs.QPAttrState | verbs.QPAttrPKeyIndex | verbs.QPAttrPort | verbs.QPAttrAccessFlags
+		if cfg.Conn == verbs.QPTypeUD {
+			mask = mask&^verbs.QPAttrAccessFlags | verbs.QPAttrQKey
+		}
+		if err := qp.Modify(&init, mask); err != nil {
 			return fmt.Errorf("Failed to modify QP to INIT: %w", err)
 		}
 	}
@@ -175,14 +183,26 @@ func (s *session) connect(rts bool) error {
 	return nil
 }
 
+// connectQP moves QP i to RTR and, with rts, to RTS with the attributes
+// of its connection type (doc/tools.md §2.6, §2.11): RC's responder and
+// retry attributes are not UC's, and a UD QP takes no path at all, but
+// sends to an address handle of the peer, made with the path a RC QP
+// would have had.
 func (s *session) connectQP(i int, rts bool) error {
 	qp, my, rem := s.qps[i], &s.my[i], &s.rem[i]
+	conn := s.cfg.Conn
+	path := verbs.AHAttr{IsGlobal: true, DGID: verbs.GID(rem.GID), HopLimit: 255, SL: uint8(s.cfg.SL),
+		SGIDIndex: uint8(s.gidIx), PortNum: 1}
 	rtr := verbs.QPAttr{State: verbs.QPStateRTR, PathMTU: s.mtu, DestQPN: verbs.QPN(rem.QPN), RQPSN: rem.PSN,
-		MaxDestRdAtomic: uint8(my.OutReads), MinRNRTimer: 12,
-		AH: verbs.AHAttr{IsGlobal: true, DGID: verbs.GID(rem.GID), HopLimit: 255, SL: uint8(s.cfg.SL),
-			SGIDIndex: uint8(s.gidIx), PortNum: 1}}
-	if err := qp.Modify(&rtr, verbs.QPAttrState|verbs.QPAttrAV|verbs.QPAttrPathMTU|verbs.QPAttrDestQPN|
-		verbs.QPAttrRQPSN|verbs.QPAttrMaxDestRdAtomic|verbs.QPAttrMinRNRTimer); err != nil {
+		MaxDestRdAtomic: uint8(my.OutReads), MinRNRTimer: 12, AH: path}
+	mask := verbs.QPAttrState
+	if conn != verbs.QPTypeUD {
+		mask |= verbs.QPAttrAV | verbs.QPAttrPathMTU | verbs.QPAttrDestQPN | verbs.QPAttrRQPSN
+	}
+	if conn == verbs.QPTypeRC {
+		mask |= verbs.QPAttrMaxDestRdAtomic | verbs.QPAttrMinRNRTimer
+	}
+	if err := qp.Modify(&rtr, mask); err != nil {
 		return fmt.Errorf("Failed to modify QP %d to RTR: %w", my.QPN, err)
 	}
 	if !rts {
@@ -192,9 +212,15 @@ func (s *session) connectQP(i int, rts bool) error {
 	rd := min(int(rem.OutReads), s.dev.Query().MaxQPRdAtom)
 	a := verbs.QPAttr{State: verbs.QPStateRTS, Timeout: uint8(s.cfg.Timeout), RetryCnt: 7, RNRRetry: 7,
 		SQPSN: my.PSN, MaxRdAtomic: uint8(max(rd, 1))}
-	if err := qp.Modify(&a, verbs.QPAttrState|verbs.QPAttrTimeout|verbs.QPAttrRetryCnt|verbs.QPAttrRNRRetry|
-		verbs.QPAttrSQPSN|verbs.QPAttrMaxQPRdAtomic); err != nil {
+	mask = verbs.QPAttrState | verbs.QPAttrSQPSN
+	if conn == verbs.QPTypeRC {
+		mask |= verbs.QPAttrTimeout | verbs.QPAttrRetryCnt | verbs.QPAttrRNRRetry | verbs.QPAttrMaxQPRdAtomic
+	}
+	if err := qp.Modify(&a, mask); err != nil {
 		return fmt.Errorf("Failed to modify QP to RTS: %w", err)
+	}
+	if conn == verbs.QPTypeUD {
+		return s.createAH(i, &path)
 	}
 	return nil
 }
@@ -205,6 +231,9 @@ func isMapped(g [16]byte) bool {
 }
 
 func (s *session) close() {
+	for _, ah := range s.ahs {
+		ah.Close()
+	}
 	oob.Release(s.dev, s.mr, s.qps...)
 	s.closeCQs()
 	if s.buf != nil {

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/goverbs/goverbs/verbs"
 )
 
 // TestLatStats checks perftest's statistics on gaps 1..10 µs between 11
@@ -81,6 +83,28 @@ func TestParseArgs(t *testing.T) {
 	if c, _ := parse("ib_atomic_bw", "-A", "CMP_AND_SWAP"); c.Size != 8 || c.Atomic != CmpAndSwap {
 		t.Errorf("atomic %+v", c)
 	}
+	// UC and UD post every receive up front (perftest's force_dependecies):
+	// the default depth becomes the iterations, up to 16000; a UD test
+	// keeps its completion moderation whatever its size.
+	for _, c := range []struct {
+		args      []string
+		rx, cqMod int
+	}{
+		{[]string{"-c", "UD", "-n", "1000"}, 1000, 100},
+		{[]string{"-c", "UC", "-n", "20000", "-s", "64"}, 16000, 100},
+		{[]string{"-c", "UD", "-n", "300"}, 300, 100},
+		{[]string{"-c", "UD", "-n", "301"}, 302, 100},
+		{[]string{"-c", "UC", "-n", "1000", "-r", "64", "-s", "64"}, 64, 100},
+		{[]string{"-c", "UC", "-n", "1000", "-s", "65536"}, 1000, 1},
+	} {
+		got, err := parse("ib_send_bw", c.args...)
+		if err != nil || got.RxDepth != c.rx || got.CQMod != c.cqMod {
+			t.Errorf("ib_send_bw %q: rx depth %d, cq mod %d, %v; want %d, %d", c.args, got.RxDepth, got.CQMod, err, c.rx, c.cqMod)
+		}
+	}
+	if c, _ := parse("ib_write_bw", "-c", "UC"); c.Conn != verbs.QPTypeUC || c.RxDepth != 1 {
+		t.Errorf("write_bw -c UC: %+v", c)
+	}
 	for _, bad := range []struct {
 		tool string
 		args []string
@@ -98,7 +122,13 @@ func TestParseArgs(t *testing.T) {
 		{"ib_atomic_lat", []string{"-a"}, "cannot be changed for Atomic"},
 		{"ib_write_bw", []string{"-a", "-D", "5"}, "doesn't support running on all sizes"},
 		{"ib_write_bw", []string{"-D", "2", "-f", "1"}, "DURATION > 2*MARGIN"},
-		{"ib_write_bw", []string{"-c", "UD"}, "RC only"},
+		{"ib_write_bw", []string{"-c", "UD"}, " UD connection only possible in SEND verb"},
+		{"ib_read_lat", []string{"-c", "UD"}, " UD connection only possible in SEND verb"},
+		{"ib_read_bw", []string{"-c", "UC"}, " UC connection not possible in READ/ATOMIC verbs"},
+		{"ib_atomic_lat", []string{"-c", "UC"}, " UC connection not possible in READ/ATOMIC verbs"},
+		{"ib_send_bw", []string{"-c", "XX"}, " Invalid Connection type. Please choose from {RC,UC,UD,XRC,DC,SRD}"},
+		{"ib_send_bw", []string{"-c", "rc"}, " Invalid Connection type"},
+		{"ib_send_bw", []string{"-c", "XRC"}, "goverbs runs RC, UC and UD"},
 		{"ib_write_lat", []string{"-q", "1"}, "only available on bw tests"},
 		{"ib_write_bw", []string{"-q", "0"}, "num of Qps should be between 1 and 16384"},
 		{"ib_write_bw", []string{"-i", "2"}, "one port"},

@@ -1,7 +1,8 @@
 // Package pingpong is the goverbs counterpart of rdma-core's
-// ibv_rc_pingpong: the same options, the same TCP exchange of QP number,
-// PSN and GID (doc/tools.md §1), the same RC ping-pong of SENDs and the same
-// output, so it can stand on either side of a connection with the C tool.
+// ibv_rc_pingpong, ibv_uc_pingpong, ibv_ud_pingpong and ibv_srq_pingpong:
+// the same options, the same TCP exchange of QP number, PSN and GID
+// (doc/tools.md §1), the same ping-pong of SENDs and the same output, so
+// it can stand on either side of a connection with the C tool.
 package pingpong
 
 import (
@@ -36,11 +37,20 @@ type session struct {
 	// it, acknowledged at the end.
 	ch     *verbs.CompChannel
 	events int
+	// UD (ud.go): receives take grh bytes more than size, sends start
+	// grh bytes into the buffer, and go to ah.
+	grh int
+	ah  *verbs.AH
 }
 
 // Run performs one ping-pong run. Progress lines go to stdout as the C tool
 // prints them; failures are returned (the caller prints them and exits 1).
 func Run(cfg Config, stdout io.Writer) error {
+	if cfg.Type == verbs.QPTypeUD && cfg.Size > oob.ActiveMTU {
+		// ud_pingpong's check, before it listens or connects: a UD
+		// message is one packet.
+		return fmt.Errorf("Requested size larger than port MTU (%d)", oob.ActiveMTU)
+	}
 	c, err := oob.Connect(cfg.Server, cfg.Port, nil)
 	if err != nil {
 		return err
@@ -59,13 +69,13 @@ func Run(cfg Config, stdout io.Writer) error {
 	if my.gid, err = s.dev.QueryGID(1, max(cfg.GIDIdx, 0)); err != nil {
 		return fmt.Errorf("can't read sgid of index %d: %s has one GID, index 0 (%v)", cfg.GIDIdx, s.dev.Name(), s.dev.Addr().Addr())
 	}
-	printDest(stdout, "  local address: ", &my)
+	printLocal(stdout, &my, cfg.Type)
 	rem, err := s.exchange(c, &my)
 	if err != nil {
 		return err
 	}
 	printDest(stdout, "  remote address:", &rem)
-	return s.pingpong(stdout)
+	return s.pingpong(stdout, &rem)
 }
 
 // open creates the device on the RoCE address — by default the IP this
@@ -88,12 +98,15 @@ func open(cfg Config, c net.Conn) (*session, error) {
 		return nil, err
 	}
 	s := &session{cfg: cfg, dev: dev}
+	if cfg.Type == verbs.QPTypeUD {
+		s.grh = grhSize
+	}
 	if s.pd, err = dev.AllocPD(); err != nil {
 		return nil, s.fail("Couldn't allocate PD", err)
 	}
 	// The buffer is filled with 0x7b and shared by every send and receive,
 	// so each message echoes the one received last.
-	buf := make([]byte, cfg.Size)
+	buf := make([]byte, s.grh+cfg.Size)
 	for i := range buf {
 		buf[i] = 0x7b
 	}
@@ -111,13 +124,17 @@ func open(cfg Config, c net.Conn) (*session, error) {
 	if err != nil {
 		return nil, s.fail("Couldn't create CQ", err)
 	}
-	s.qp, err = s.pd.CreateQP(&verbs.QPInitAttr{Type: verbs.QPTypeRC, SendCQ: s.cq, RecvCQ: s.cq,
+	s.qp, err = s.pd.CreateQP(&verbs.QPInitAttr{Type: cfg.qpType(), SendCQ: s.cq, RecvCQ: s.cq,
 		Cap: verbs.QPCap{MaxSendWR: 1, MaxRecvWR: uint32(cfg.RxDepth), MaxSendSGE: 1, MaxRecvSGE: 1}})
 	if err != nil {
 		return nil, s.fail("Couldn't create QP", err)
 	}
-	init := verbs.QPAttr{State: verbs.QPStateInit, PortNum: 1}
-	if err := s.qp.Modify(&init, verbs.QPAttrState|verbs.QPAttrPKeyIndex|verbs.QPAttrPort|verbs.QPAttrAccessFlags); err != nil {
+	// RC and UC allow no remote access; UD has a Q_Key instead.
+	init, mask := verbs.QPAttr{State: verbs.QPStateInit, PortNum: 1, QKey: qkey}, verbs.QPAttrAccessFlags
+	if cfg.Type == verbs.QPTypeUD {
+		mask = verbs.QPAttrQKey
+	}
+	if err := s.qp.Modify(&init, verbs.QPAttrState|verbs.QPAttrPKeyIndex|verbs.QPAttrPort|mask); err != nil {
 		return nil, s.fail("Failed to modify QP to INIT", err)
 	}
 	if s.routs = s.postRecv(cfg.RxDepth); s.routs < cfg.RxDepth {
@@ -142,6 +159,9 @@ func (s *session) fail(msg string, err error) error {
 }
 
 func (s *session) close() {
+	if s.ah != nil {
+		s.ah.Close()
+	}
 	oob.Release(s.dev, s.mr, s.qp)
 	if s.ch != nil {
 		s.cq.Close()
@@ -203,20 +223,36 @@ func (s *session) exchange(c net.Conn, my *dest) (dest, error) {
 	return rem, s.connect(my, &rem)
 }
 
-// connect moves the QP to RTR and RTS with rc_pingpong's attributes
-// (doc/tools.md §1.3).
-func (s *session) connect(my, rem *dest) error { return connectRC(s.qp, &s.cfg, my, rem) }
+// connect moves the QP to RTR and RTS with the C tool's attributes
+// (doc/tools.md §1.3, §1.6, §1.7).
+func (s *session) connect(my, rem *dest) error {
+	switch s.cfg.Type {
+	case verbs.QPTypeUC:
+		return connectUC(s.qp, &s.cfg, my, rem)
+	case verbs.QPTypeUD:
+		return s.connectUD(my, rem)
+	}
+	return connectRC(s.qp, &s.cfg, my, rem)
+}
+
+// errNoGID refuses a peer whose address message has no GID: on RoCE the
+// GID is the address.
+var errNoGID = errors.New("the peer sent no GID (run the C tool with -g)")
+
+// pathTo is the address vector of the tools: the peer's GID, hop limit 1.
+func pathTo(rem *dest, cfg *Config) verbs.AHAttr {
+	return verbs.AHAttr{IsGlobal: true, DGID: rem.gid, HopLimit: 1, SL: uint8(cfg.SL), PortNum: 1}
+}
 
 // connectRC moves an RC QP to RTR and RTS towards rem, sending from my's
 // PSN, with the attributes of rc_pingpong and srq_pingpong.
 func connectRC(qp *verbs.QP, cfg *Config, my, rem *dest) error {
 	if rem.gid.IsZero() {
-		return errors.New("Failed to modify QP to RTR: the peer sent no GID (run the C tool with -g)")
+		return fmt.Errorf("Failed to modify QP to RTR: %w", errNoGID)
 	}
 	mtu, _ := verbs.MTUFromBytes(cfg.MTU)
 	rtr := verbs.QPAttr{State: verbs.QPStateRTR, PathMTU: mtu, DestQPN: verbs.QPN(rem.qpn), RQPSN: rem.psn,
-		MaxDestRdAtomic: 1, MinRNRTimer: 12,
-		AH: verbs.AHAttr{IsGlobal: true, DGID: rem.gid, HopLimit: 1, SL: uint8(cfg.SL), PortNum: 1}}
+		MaxDestRdAtomic: 1, MinRNRTimer: 12, AH: pathTo(rem, cfg)}
 	if err := qp.Modify(&rtr, verbs.QPAttrState|verbs.QPAttrAV|verbs.QPAttrPathMTU|verbs.QPAttrDestQPN|
 		verbs.QPAttrRQPSN|verbs.QPAttrMaxDestRdAtomic|verbs.QPAttrMinRNRTimer); err != nil {
 		return fmt.Errorf("Failed to modify QP to RTR: %w", err)
@@ -224,6 +260,24 @@ func connectRC(qp *verbs.QP, cfg *Config, my, rem *dest) error {
 	rts := verbs.QPAttr{State: verbs.QPStateRTS, Timeout: 14, RetryCnt: 7, RNRRetry: 7, SQPSN: my.psn, MaxRdAtomic: 1}
 	if err := qp.Modify(&rts, verbs.QPAttrState|verbs.QPAttrTimeout|verbs.QPAttrRetryCnt|verbs.QPAttrRNRRetry|
 		verbs.QPAttrSQPSN|verbs.QPAttrMaxQPRdAtomic); err != nil {
+		return fmt.Errorf("Failed to modify QP to RTS: %w", err)
+	}
+	return nil
+}
+
+// connectUC moves a UC QP to RTR and RTS towards rem with uc_pingpong's
+// attributes: rc_pingpong's without those of ACKs, retries and READs.
+func connectUC(qp *verbs.QP, cfg *Config, my, rem *dest) error {
+	if rem.gid.IsZero() {
+		return fmt.Errorf("Failed to modify QP to RTR: %w", errNoGID)
+	}
+	mtu, _ := verbs.MTUFromBytes(cfg.MTU)
+	rtr := verbs.QPAttr{State: verbs.QPStateRTR, PathMTU: mtu, DestQPN: verbs.QPN(rem.qpn), RQPSN: rem.psn, AH: pathTo(rem, cfg)}
+	if err := qp.Modify(&rtr, verbs.QPAttrState|verbs.QPAttrAV|verbs.QPAttrPathMTU|verbs.QPAttrDestQPN|verbs.QPAttrRQPSN); err != nil {
+		return fmt.Errorf("Failed to modify QP to RTR: %w", err)
+	}
+	rts := verbs.QPAttr{State: verbs.QPStateRTS, SQPSN: my.psn}
+	if err := qp.Modify(&rts, verbs.QPAttrState|verbs.QPAttrSQPSN); err != nil {
 		return fmt.Errorf("Failed to modify QP to RTS: %w", err)
 	}
 	return nil
@@ -257,7 +311,7 @@ func (s *session) poll(wcs []verbs.WC) (int, error) {
 
 // postRecv posts up to n receives into the shared buffer.
 func (s *session) postRecv(n int) int {
-	wr := verbs.RecvWR{WRID: recvWRID, SGList: []verbs.SGE{s.mr.SGE(0, s.cfg.Size)}}
+	wr := verbs.RecvWR{WRID: recvWRID, SGList: []verbs.SGE{s.mr.SGE(0, s.grh+s.cfg.Size)}}
 	for i := range n {
 		if s.qp.PostRecv(&wr) != nil {
 			return i
@@ -266,25 +320,26 @@ func (s *session) postRecv(n int) int {
 	return n
 }
 
-func (s *session) postSend() error {
+func (s *session) postSend(rem *dest) error {
 	return s.qp.PostSend(&verbs.SendWR{WRID: sendWRID, Opcode: verbs.WRSend, Flags: verbs.SendSignaled,
-		SGList: []verbs.SGE{s.mr.SGE(0, s.cfg.Size)}})
+		SGList: []verbs.SGE{s.mr.SGE(s.grh, s.cfg.Size)}, AH: s.ah, RemoteQPN: verbs.QPN(rem.qpn), RemoteQKey: qkey})
 }
 
-// pingpong runs the exchange loop of rc_pingpong (doc/tools.md §1.4) and
-// prints its two result lines.
-func (s *session) pingpong(stdout io.Writer) error {
+// pingpong runs the exchange loop of rc_pingpong (doc/tools.md §1.4) with
+// the peer rem and prints its two result lines.
+func (s *session) pingpong(stdout io.Writer, rem *dest) error {
 	cfg := s.cfg
 	client := cfg.Server != ""
 	page := 4096
+	msg := s.mr.Bytes()[s.grh:] // where the message is sent from and lands
 	if client && cfg.Check {
 		for i := 0; i < cfg.Size; i += page {
-			s.mr.Bytes()[i] = 0
+			msg[i] = 0
 		}
 	}
 	pending := recvWRID
 	if client {
-		if err := s.postSend(); err != nil {
+		if err := s.postSend(rem); err != nil {
 			return fmt.Errorf("Couldn't post send: %w", err)
 		}
 		pending |= sendWRID
@@ -318,7 +373,7 @@ func (s *session) pingpong(stdout io.Writer) error {
 			}
 			pending &^= int(wc.WRID)
 			if scnt < cfg.Iters && pending == 0 {
-				if err := s.postSend(); err != nil {
+				if err := s.postSend(rem); err != nil {
 					return fmt.Errorf("Couldn't post send: %w", err)
 				}
 				pending = recvWRID | sendWRID
@@ -329,7 +384,7 @@ func (s *session) pingpong(stdout io.Writer) error {
 	s.cq.AckEvents(s.events)
 	if !client && cfg.Check {
 		for i := 0; i < cfg.Size; i += page {
-			if s.mr.Bytes()[i] != 0 {
+			if msg[i] != 0 {
 				fmt.Fprintf(stdout, "invalid data in page %d\n", i/page)
 			}
 		}

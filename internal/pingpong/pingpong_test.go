@@ -148,3 +148,27 @@ func testServerClient(t *testing.T, events bool) {
 }
 
 func sprintf(format string, a ...any) string { return fmt.Sprintf(format, a...) }
+
+// TestUnackedPingpongArgs: ibv_uc_pingpong takes ibv_rc_pingpong's
+// options; ibv_ud_pingpong has no -m, a default size of 1024, and refuses
+// a size beyond the port's MTU before it connects.
+func TestUnackedPingpongArgs(t *testing.T) {
+	c, err := ParseArgs(UCProg, []string{"-m", "2048", "-s", "9000"}, io.Discard)
+	if err != nil || c.Type != verbs.QPTypeUC || c.MTU != 2048 || c.Size != 9000 {
+		t.Errorf("uc: %+v, %v", c, err)
+	}
+	c, err = ParseArgs(UDProg, nil, io.Discard)
+	if err != nil || c.Type != verbs.QPTypeUD || c.Size != 1024 {
+		t.Errorf("ud defaults: %+v, %v", c, err)
+	}
+	if _, err := ParseArgs(UDProg, []string{"-m", "1024"}, io.Discard); err == nil {
+		t.Error("ibv_ud_pingpong accepted -m")
+	}
+	for _, host := range []string{"", "127.0.0.1"} {
+		c, _ = ParseArgs(UDProg, []string{"-s", "4097", "-p", strconv.Itoa(freePort(t)), host}, io.Discard)
+		want := "Requested size larger than port MTU (4096)"
+		if err := Run(c, io.Discard); err == nil || err.Error() != want {
+			t.Errorf("host %q: %v, want %q", host, err, want)
+		}
+	}
+}

@@ -46,6 +46,15 @@ var rxeCaptures = map[string][]rxeFrame{
 		{wire.RCSendOnly, 0xabc, 0x888fb9, true, 61, 3, 0x941c, [4]byte{0x81, 0xb3, 0x6c, 0xe4}},
 		{wire.RCSendOnly, 0xabc, 0x888fb9, true, 61, 3, 0x9424, [4]byte{0x2e, 0xdc, 0x7b, 0xd9}},
 	},
+	"rxe-uc-send.pcap": {
+		{wire.UCSendFirst, 0xabc, 0xec90fa, false, 1024, 0, 0x120b, [4]byte{0x18, 0x96, 0xb1, 0x77}},
+		{wire.UCSendMiddle, 0xabc, 0xec90fb, false, 1024, 0, 0x120c, [4]byte{0x4d, 0x28, 0x84, 0xcf}},
+		{wire.UCSendMiddle, 0xabc, 0xec90fc, false, 1024, 0, 0x120d, [4]byte{0x72, 0xfe, 0x7a, 0xe7}},
+		{wire.UCSendLast, 0xabc, 0xec90fd, false, 1024, 0, 0x120e, [4]byte{0x36, 0xa8, 0x36, 0xf5}},
+	},
+	"rxe-ud-send.pcap": {
+		{wire.UDSendOnly, 0xabc, 0x7af87e, false, 61, 3, 0x387b, [4]byte{0x86, 0x12, 0x47, 0x1d}},
+	},
 	"rxe-mw-rxe-bound.pcap": {
 		{wire.RCWriteOnly, 0x11, 6636321, true, 32, 0, 0x0000, [4]byte{0x27, 0xc5, 0xb7, 0x8c}}, // ours, through rxe's window
 		{wire.RCAcknowledge, 0x59aad6, 6636321, false, 0, 0, 0xd9e5, [4]byte{0xa0, 0xda, 0xbb, 0x2a}},
@@ -133,6 +142,10 @@ func TestRxeCaptures(t *testing.T) {
 				// What a UDP socket receiver can do without the IP header.
 				if id, err := p.CheckICRCAnyIPID(&fr.Envelope); err != nil || id != w.ipID {
 					t.Errorf("frame %d: ID recovered from the ICRC %#x, %v; want %#x", i+1, id, err, w.ipID)
+				}
+				// ibv_ud_pingpong's Q_Key, from the QP the guest tool had.
+				if d := p.DETH(); d != nil && (d.QKey() != 0x11111111 || d.SrcQP() != 0x11) {
+					t.Errorf("frame %d: DETH %+v, want Q_Key 0x11111111 from QP 0x11", i+1, d.Decode())
 				}
 				if hs, ok := rxeHeaders[name]; ok {
 					if a := p.AETH(); a != nil && a.Decode() != hs[i].aeth {

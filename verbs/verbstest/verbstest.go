@@ -1,5 +1,6 @@
-// Package verbstest builds connected RC queue pairs on two devices for
-// tests: over the in-memory fabric (with its loss, duplication and delay
+// Package verbstest builds queue pairs on two devices for tests — RC or
+// UC QPs connected to each other, or UD QPs with address handles for each
+// other — over the in-memory fabric (with its loss, duplication and delay
 // controls) or over UDP on loopback. It is a real stack, not a mock.
 package verbstest
 
@@ -35,6 +36,10 @@ func (l Link) String() string {
 // Options configure a Pair. The zero value works.
 type Options struct {
 	Link Link
+	// Type is the QPs' transport service; zero means RC.
+	Type verbs.QPType
+	// QKey is both UD QPs' Q_Key; zero means DefaultQKey.
+	QKey uint32
 	// Impairments apply to the in-memory fabric.
 	Impairments memconn.Impairments
 	// Cap is used for both QPs; zero fields get small defaults.
@@ -67,9 +72,18 @@ type Side struct {
 	// Chan is the completion channel of both CQs with
 	// Options.CompChannel, else nil.
 	Chan *verbs.CompChannel
+	// AH is, in a UD pair, the address handle of the other side's device,
+	// and PeerQPN the other side's QP: what a SendWR names.
+	AH      *verbs.AH
+	PeerQPN verbs.QPN
 }
 
-// Pair is two connected RC QPs on two devices.
+// DefaultQKey is the Q_Key of UD pairs, the one ibv_ud_pingpong and
+// perftest use.
+const DefaultQKey = 0x11111111
+
+// Pair is two QPs on two devices, connected to each other (RC, UC) or
+// ready to send to each other (UD).
 type Pair struct {
 	A, B *Side
 	// Net is the fabric of a Mem pair, for changing impairments or adding a
@@ -113,13 +127,35 @@ func New(tb testing.TB, o Options) *Pair {
 		cb = *o.ConnectB
 	}
 	const psnA, psnB = 0xfffff0, 0x000123 // A wraps its PSN early on purpose
-	if err := p.A.QP.ConnectRC(psnA, p.B.QP.Endpoint(psnB), ca); err != nil {
-		tb.Fatal(err)
-	}
-	if err := p.B.QP.ConnectRC(psnB, p.A.QP.Endpoint(psnA), cb); err != nil {
-		tb.Fatal(err)
-	}
+	connect(tb, p.A, p.B, psnA, psnB, ca, &o)
+	connect(tb, p.B, p.A, psnB, psnA, cb, &o)
 	return p
+}
+
+// connect readies s's QP to talk to peer's: RC and UC connect, UD gets
+// its Q_Key and an address handle of the peer.
+func connect(tb testing.TB, s, peer *Side, psn, peerPSN uint32, c verbs.ConnectOptions, o *Options) {
+	tb.Helper()
+	var err error
+	switch o.Type {
+	case verbs.QPTypeUC:
+		err = s.QP.ConnectUC(psn, peer.QP.Endpoint(peerPSN), c)
+	case verbs.QPTypeUD:
+		qkey := o.QKey
+		if qkey == 0 {
+			qkey = DefaultQKey
+		}
+		if err = s.QP.ReadyUD(qkey, psn); err == nil {
+			a := peer.QP.Endpoint(0).AHAttr()
+			s.AH, err = s.PD.CreateAH(&a)
+			s.PeerQPN = peer.QP.QPN()
+		}
+	default:
+		err = s.QP.ConnectRC(psn, peer.QP.Endpoint(peerPSN), c)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
 }
 
 func newSide(tb testing.TB, cfg verbs.DeviceConfig, o *Options) *Side {
@@ -172,7 +208,11 @@ func (s0 *Side) another(tb testing.TB, o *Options) *Side {
 	c.MaxSendSGE = max(c.MaxSendSGE, 4)
 	c.MaxRecvSGE = max(c.MaxRecvSGE, 4)
 	c.MaxInlineData = max(c.MaxInlineData, 64)
-	s.QP, err = s.PD.CreateQP(&verbs.QPInitAttr{Type: verbs.QPTypeRC, SendCQ: s.SendCQ, RecvCQ: s.RecvCQ, Cap: c, SQSigAll: o.SQSigAll})
+	typ := o.Type
+	if typ == 0 {
+		typ = verbs.QPTypeRC
+	}
+	s.QP, err = s.PD.CreateQP(&verbs.QPInitAttr{Type: typ, SendCQ: s.SendCQ, RecvCQ: s.RecvCQ, Cap: c, SQSigAll: o.SQSigAll})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -242,11 +282,7 @@ func (p *Pair) Another(tb testing.TB, o Options) *Pair {
 	if o.Connect != nil {
 		c = *o.Connect
 	}
-	if err := q.A.QP.ConnectRC(1, q.B.QP.Endpoint(2), c); err != nil {
-		tb.Fatal(err)
-	}
-	if err := q.B.QP.ConnectRC(2, q.A.QP.Endpoint(1), c); err != nil {
-		tb.Fatal(err)
-	}
+	connect(tb, q.A, q.B, 1, 2, c, &o)
+	connect(tb, q.B, q.A, 2, 1, c, &o)
 	return q
 }
