@@ -77,11 +77,11 @@ func TestBidir(t *testing.T) {
 				switch tool {
 				case "ib_write_bw", "ib_send_bw":
 					if got := firstSends(x.side.counters); got != ops*pkts {
-						t.Errorf("%s: the %s sent %d request packets, want %d", name, x.who, got, ops*pkts)
+						t.Errorf("%s: the %s sent %d request packets, want %d (counters %v)", name, x.who, got, ops*pkts, nonzero(x.side.counters))
 					}
 				case "ib_read_bw": // its READ requests and the responses to the peer's
 					if got := firstSends(x.side.counters); got != ops+ops*pkts {
-						t.Errorf("%s: the %s sent %d packets, want %d", name, x.who, got, ops+ops*pkts)
+						t.Errorf("%s: the %s sent %d packets, want %d (counters %v)", name, x.who, got, ops+ops*pkts, nonzero(x.side.counters))
 					}
 				}
 				if tool == "ib_send_bw" && (x.side.counters["rdma_sends"] != ops || x.side.counters["rdma_recvs"] != ops) {
