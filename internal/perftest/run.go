@@ -36,10 +36,14 @@ func Run(cfg Config, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer s.close()
+	// The counters are read once the session is closed: its QPs have
+	// finished their turns then, so every packet queued was sent and
+	// counted (read while a turn ran, ack_sent could count an ACK that
+	// sent_pkts did not yet).
 	if cfg.Stats != nil {
 		defer cfg.Stats(s.dev)
 	}
+	defer s.close()
 	s.mtu = verbs.MTU(setup.MTU)
 	r := &runner{cfg: &cfg, s: s, ctl: ctl, conn: c, out: stdout, known: make([]bool, cfg.QPs)}
 	printTestInfo(stdout, &cfg, testInfo{dev: s.dev.Name(), mtu: s.mtu.Bytes(), gidIx: s.gidIx, outReads: int(s.my[0].OutReads)})

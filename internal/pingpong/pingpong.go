@@ -60,10 +60,10 @@ func Run(cfg Config, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer s.close()
 	if cfg.Stats != nil {
-		defer cfg.Stats(s.dev)
+		defer cfg.Stats(s.dev) // after close: final counters (as perftest's Run)
 	}
+	defer s.close()
 
 	my := dest{qpn: uint32(s.qp.QPN()), psn: rand.Uint32() & 0xffffff}
 	if my.gid, err = s.dev.QueryGID(1, max(cfg.GIDIdx, 0)); err != nil {
