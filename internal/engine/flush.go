@@ -30,7 +30,7 @@ func (qp *QP) flush() {
 		qp.recvCQ.push(&wc)
 	}
 	qp.resp.inSend, qp.resp.inWrite, qp.resp.ackPending = false, false, false
-	qp.resp.read.active = false
+	qp.resp.read.active, qp.resp.readQ = false, readQueue{}
 	qp.resp.stash.clear()
 	qp.comp.stash.clear()
 	qp.dropInbound()

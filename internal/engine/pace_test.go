@@ -48,7 +48,8 @@ func TestPacerLossTakesDeliveryRate(t *testing.T) {
 		t.Errorf("after the loss: incr %d, epoch %v from %v; want rate/%d and a new epoch at the loss", p.incr, p.epoch, p.from, paceGrowth)
 	}
 	// Paced, one loss at most halves the rate, however low the estimate
-	// (100 packets in 100 ms, 1 MB/s).
+	// (100 packets of the 1000 sent in 100 ms, 1 MB/s).
+	p.spend(1_000_000)
 	p.loss(t0.Add(200*time.Millisecond), 1010+100, 1000)
 	if want := int64(5_000_000); p.rate != want {
 		t.Errorf("rate %d after a second loss, want half of 10 MB/s", p.rate)
@@ -70,20 +71,62 @@ func TestPacerLossAfterTimeout(t *testing.T) {
 	}
 }
 
-// A loss before the epoch halves the rate; repeated losses stop at the
-// floor, so a stream never stalls.
+// Losses that cannot be judged leave the rate: one before the epoch's
+// first response, one with nothing sent since the last, the first of a
+// stream from idle while it still sends (what it sent includes a round
+// trip's worth the requester could not report yet), and one too soon
+// after the last. Judged ones that show the requester behind halve the
+// rate at most, down to the floor, so a stream never stalls.
 func TestPacerLossHalvesToFloor(t *testing.T) {
 	p := pacer{rate: 64 << 20}
 	p.begin(t0, 100)
-	p.loss(t0.Add(time.Second), 50, 1024)
-	if p.rate != 32<<20 {
-		t.Errorf("rate %d after a loss before the epoch, want half of 64 MiB/s", p.rate)
+	p.spend(1 << 20)
+	p.loss(t0.Add(time.Second), 50, 1024) // before the epoch
+	p.loss(t0.Add(2*time.Second), 60, 1024)
+	p.spend(1 << 20)
+	p.loss(t0.Add(2*time.Second+paceMinSample/2), 70, 1024) // too soon
+	if p.rate != 64<<20 {
+		t.Errorf("rate %d after losses that cannot be judged, want 64 MiB/s kept", p.rate)
 	}
+	q := pacer{}
+	q.begin(t0, 0)
+	q.spend(1 << 20)
+	q.begin(t0.Add(10*time.Millisecond), 0)
+	q.loss(t0.Add(10*time.Millisecond), 5, 1024)
+	if q.rate != 0 || !q.clean {
+		t.Errorf("rate %d (clean epoch %v) after the first loss while a stream from idle sends, want unpaced and a clean epoch", q.rate, q.clean)
+	}
+	now := t0.Add(3 * time.Second)
 	for range 20 {
-		p.loss(t0.Add(time.Second), p.from.Sub(1), 1024)
+		p.spend(1 << 20)
+		now = now.Add(10 * time.Millisecond)
+		p.loss(now, p.from.Add(10), 1024) // 10 KiB of the 1 MiB sent
 	}
 	if p.rate != paceMinRate {
 		t.Errorf("rate %d after many losses, want the floor %d", p.rate, paceMinRate)
+	}
+}
+
+// A loss that leaves most of what was sent delivered in order — a loss on
+// the path, not the requester falling behind — keeps the rate, paced or
+// not.
+func TestPacerRandomLossKeepsRate(t *testing.T) {
+	for _, rate := range []int64{0, 32 << 20} {
+		p := pacer{rate: rate, incr: rate / paceGrowth}
+		p.begin(t0, 0)
+		p.spend(100 << 10)
+		p.begin(t0.Add(5*time.Millisecond), 0)
+		p.loss(t0.Add(5*time.Millisecond), 90, 1024) // no judgement: the stream from idle still sends
+		now := t0.Add(5 * time.Millisecond)
+		for i := range 50 {
+			p.spend(300 << 10)
+			p.begin(now.Add(4*time.Millisecond), 0)
+			now = now.Add(5 * time.Millisecond)
+			p.loss(now, p.from.Add(285), 1024) // 285 of 300 KiB in order
+			if p.rate != rate {
+				t.Fatalf("rate %d after %d losses on the path, want %d kept", p.rate, i+1, rate)
+			}
+		}
 	}
 }
 
@@ -177,7 +220,7 @@ func TestReadStreamRows(t *testing.T) {
 		return o
 	}
 	runRows(t, []row{{
-		name:  "a READ asked again from a PSN already sent restarts there, counts retransmissions and paces",
+		name:  "a READ asked again from a PSN already sent restarts there and counts retransmissions; the first loss of a stream from idle is not judged",
 		setup: func(t *testing.T, r *pktRig) { copy(r.region, data) },
 		steps: []step{{
 			in: &pkt{op: wire.RCReadRequest, psn: 0, ack: true, fill: rethAt(regionKey, 0, 768)},
@@ -189,8 +232,8 @@ func TestReadStreamRows(t *testing.T) {
 		}},
 		counters: map[Counter]uint64{DuplicateRequest: 1, RetransmittedPkts: 2},
 		check: func(t *testing.T, r *pktRig) {
-			if p := &r.qp.resp.pace; p.rate != paceMaxRate/2 {
-				t.Errorf("pace rate %d after the loss, want half the unpaced rate (no time to estimate)", p.rate)
+			if p := &r.qp.resp.pace; p.rate != 0 || !p.clean {
+				t.Errorf("pace rate %d, clean epoch %v after the loss, want unpaced and a clean epoch (the stream from idle still sent: nothing to judge by)", p.rate, p.clean)
 			}
 		},
 	}, {

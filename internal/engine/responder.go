@@ -47,6 +47,9 @@ type resource struct {
 	rkey        uint32
 	length      uint32
 	orig        uint64 // atomic: value before the operation
+	// READ: a response was sent, in loss epoch sentIn (readSent.epoch).
+	sent   bool
+	sentIn uint32
 }
 
 // respOutcome is what the responder made of one request packet: the
