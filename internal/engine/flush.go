@@ -32,7 +32,8 @@ func (qp *QP) flush() {
 	qp.resp.inSend, qp.resp.inWrite, qp.resp.ackPending = false, false, false
 	qp.resp.read.active, qp.resp.readQ = false, readQueue{}
 	qp.resp.stash.clear()
-	qp.comp.stash.clear()
+	qp.comp.board.reset()
+	qp.comp.lossAt = time.Time{}
 	qp.dropInbound()
 	qp.lastWQEReached()
 }

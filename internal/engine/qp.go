@@ -327,10 +327,13 @@ func (qp *QP) turn() (more bool) {
 const turnBudget = 64
 
 // armTimer registers the QP's earliest deadline with the device timer:
-// the local ACK timeout, the end of an RNR wait, or a paced READ stream's
-// next send.
+// the local ACK timeout, a READ gap's reorder window, the end of an RNR
+// wait, or a paced READ stream's next send.
 func (qp *QP) armTimer(now time.Time) {
 	next := qp.comp.deadline
+	if r := qp.comp.lossAt; !r.IsZero() && qp.State() != ib.QPStateErr && (next.IsZero() || r.Before(next)) {
+		next = r // a READ's gap outlives the reorder window
+	}
 	if r := qp.comp.rnrUntil; r.After(now) && qp.State() != ib.QPStateErr && (next.IsZero() || r.Before(next)) {
 		next = r
 	}

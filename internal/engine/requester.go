@@ -27,6 +27,8 @@ type requester struct {
 	rdAtomicStarted uint32   // READ/atomic WQEs started; less comp.rdAtomicDone, those in flight
 	noAck           int      // packets sent since the last one with AckReq
 	resends         uint32   // go-back-N requests of the completer acted on (comp.resends)
+	asks            uint32   // READ asks of the completer sent (comp.asks)
+	seq             uint32   // READ and atomic requests sent, asks included
 	win             window   // PSNs that may be in flight without an acknowledgement
 }
 
@@ -39,6 +41,7 @@ func (qp *QP) request(now time.Time, budget int) (more bool) {
 		return false
 	}
 	qp.catchUp()
+	qp.sendAsks(now)
 	qp.req.win.update(now, qp.comp.psn)
 	if now.Before(qp.comp.rnrUntil) {
 		return false
@@ -56,7 +59,7 @@ func (qp *QP) request(now time.Time, budget int) (more bool) {
 				return false
 			}
 		}
-		if qp.req.win.full(qp.req.psn, qp.comp.psn) || !qp.ccAllows(now) {
+		if qp.windowFull() || !qp.ccAllows(now) {
 			return false
 		}
 		qp.sendNext(w, now)
@@ -115,7 +118,7 @@ func (qp *QP) rewind() {
 		if w.state == wqePosted || w.state == wqeFailed {
 			break
 		}
-		w.sent = 0
+		w.sent, w.ask, w.beyond = 0, askNone, 0
 		if i == qp.sq.Head() && !w.isReadAtomic() {
 			w.sent = uint32(qp.comp.psn.Diff(w.firstPSN)) * qp.mtu
 		}
@@ -139,27 +142,21 @@ func (qp *QP) startWQE(w *sendWQE) bool {
 	w.firstPSN = qp.req.psn
 	w.lastPSN = w.firstPSN.Add(w.npkts(qp.mtu) - 1)
 	w.state, w.sent = wqeSending, 0
+	w.got, w.hi, w.passAt, w.passed, w.beyond, w.ask = w.firstPSN, w.firstPSN, time.Time{}, false, 0, askNone
 	return true
 }
 
 // sendNext sends the WQE's next packet.
 func (qp *QP) sendNext(w *sendWQE, now time.Time) {
 	f := qp.bth(0, qp.req.psn) // the opcode is chosen below
-	if qp.req.psn.Less(qp.req.maxPSN) {
+	if qp.req.psn.Less(qp.req.maxPSN) && (w.opcode != ib.WRRDMARead || !w.lastPSN.Less(w.got)) {
 		// Behind the highest PSN sent: a go-back-N resend, or a READ
 		// asked again for what has not arrived.
 		qp.dev.counters.inc(RetransmittedPkts)
 	}
 	switch {
 	case w.opcode == ib.WRRDMARead:
-		// After a retry, ask only for what has not arrived (doc/protocol.md §8.3).
-		done := uint32(qp.req.psn.Diff(w.firstPSN)) * qp.mtu
-		f.Opcode, f.AckRequest = wire.RCReadRequest, true
-		p := qp.xmit.start(qp, &f, 0)
-		p.RETH().Encode(&wire.RETHFields{VA: w.remoteAddr + uint64(done), RKey: uint32(w.rkey), DMALength: w.length - done})
-		qp.xmit.queue(qp, p)
-		qp.req.psn = w.lastPSN.Next()
-		w.state = wqeSent
+		qp.sendRead(w, &f, now)
 	case w.isAtomic():
 		f.Opcode, f.AckRequest = wire.RCFetchAdd, true
 		a := wire.AtomicETHFields{VA: w.remoteAddr, RKey: uint32(w.rkey), SwapAdd: w.compareAdd}
@@ -170,6 +167,7 @@ func (qp *QP) sendNext(w *sendWQE, now time.Time) {
 		p := qp.xmit.start(qp, &f, 0)
 		p.AtomicETH().Encode(&a)
 		qp.xmit.queue(qp, p)
+		qp.noteRequest(w, f.PSN, now)
 		qp.req.psn = qp.req.psn.Next()
 		w.state = wqeSent
 	default:
@@ -186,6 +184,43 @@ func (qp *QP) sendNext(w *sendWQE, now time.Time) {
 		qp.req.noAck++
 	}
 	qp.comp.startTimer(now, &qp.attr)
+}
+
+// sendRead sends a READ request. After a go-back-N it asks only for what
+// has not arrived (doc/protocol.md §8.3): from the READ's first missing
+// response, not from where the go-back-N went back to, as a responder
+// like rxe takes no request for a part before the last one asked; and a
+// READ whose responses are all in is not asked again at all.
+func (qp *QP) sendRead(w *sendWQE, f *wire.BTHFields, now time.Time) {
+	if f.PSN.Less(w.got) {
+		f.PSN = w.got
+	}
+	qp.req.psn = w.lastPSN.Next()
+	w.state = wqeSent
+	if w.lastPSN.Less(f.PSN) {
+		return
+	}
+	done := uint32(f.PSN.Diff(w.firstPSN)) * qp.mtu
+	f.Opcode, f.AckRequest = wire.RCReadRequest, true
+	p := qp.xmit.start(qp, f, 0)
+	p.RETH().Encode(&wire.RETHFields{VA: w.remoteAddr + uint64(done), RKey: uint32(w.rkey), DMALength: w.length - done})
+	qp.xmit.queue(qp, p)
+	qp.noteRequest(w, f.PSN, now)
+	if f.PSN.Less(qp.req.maxPSN) {
+		// Asked again by the go-back-N: as if asked by the completer.
+		w.ask, w.askFrom, w.askTo, w.askAt, w.askSeq = askSent, f.PSN, w.lastPSN, now, w.seq
+	}
+}
+
+// noteRequest numbers the READ or atomic request of PSN psn, and notes
+// when a first one went out, for the round trip its response measures.
+func (qp *QP) noteRequest(w *sendWQE, psn wire.PSN, now time.Time) {
+	qp.req.seq++
+	w.seq = qp.req.seq
+	w.sentAt = time.Time{}
+	if !psn.Less(qp.req.maxPSN) {
+		w.sentAt = now
+	}
 }
 
 // sendSegment sends the next packet of a SEND or RDMA WRITE message, whose

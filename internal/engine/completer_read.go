@@ -1,0 +1,418 @@
+package engine
+
+import (
+	"encoding/binary"
+	"time"
+
+	"github.com/goverbs/goverbs/internal/ib"
+	"github.com/goverbs/goverbs/internal/mem"
+	"github.com/goverbs/goverbs/internal/wire"
+)
+
+// READ recovery (doc/protocol.md §8.3). READ and atomic responses are
+// placed as they come, in order or not: a READ's data goes straight to
+// its offset in the local SGEs, an atomic's result to its buffer, and a
+// scoreboard keeps the PSNs placed past comp.psn, which completes the
+// WQEs in order once what comes before them is in. Nothing is asked again
+// for a response that is only late: a READ whose first missing response
+// the stream has passed — dupThresh responses past it, each right after
+// one placed, or one response past it and a reorder window without it —
+// is asked again, once, for what it misses, and asked again after that
+// only when the answer's own stream shows it lost too. The local ACK
+// timeout stays the last resort: a go-back-N that asks every READ again
+// for what has not arrived.
+const (
+	// boardBits bounds how far past comp.psn a response can be placed;
+	// one further is dropped and asked again later.
+	boardBits = 8192
+	// dupThresh is how many responses past a READ's first missing one,
+	// each right after one already placed, show it lost rather than
+	// overtaken: a packet a network reorders arrives alone, ahead of its
+	// neighbours, while a loss leaves a run of responses behind it.
+	dupThresh = 3
+	// minReorder bounds the reorder window below.
+	minReorder = time.Microsecond
+)
+
+// askState is where a READ's request for what it misses stands.
+type askState uint8
+
+const (
+	askNone    askState = iota
+	askPending          // the requester has it to send
+	askSent             // sent; its answer is awaited
+)
+
+// board is the completer's scoreboard: one bit per PSN, modulo boardBits,
+// for the responses placed past comp.psn. Made at the first one.
+type board struct {
+	bits []uint64
+	n    int // bits set
+}
+
+func (b *board) has(psn wire.PSN) bool {
+	if b.n == 0 {
+		return false
+	}
+	i := uint32(psn) % boardBits
+	return b.bits[i/64]&(1<<(i%64)) != 0
+}
+
+func (b *board) set(psn wire.PSN) {
+	if b.bits == nil {
+		b.bits = make([]uint64, boardBits/64)
+	}
+	i := uint32(psn) % boardBits
+	if m := uint64(1) << (i % 64); b.bits[i/64]&m == 0 {
+		b.bits[i/64] |= m
+		b.n++
+	}
+}
+
+func (b *board) unset(psn wire.PSN) {
+	if b.has(psn) {
+		i := uint32(psn) % boardBits
+		b.bits[i/64] &^= 1 << (i % 64)
+		b.n--
+	}
+}
+
+func (b *board) reset() {
+	clear(b.bits)
+	b.n = 0
+}
+
+// windowFull reports whether the send window holds the requester back.
+// Responses placed ahead of a gap are in and count as acknowledged, so a
+// lost READ response stalls nothing while it is asked for again; the span
+// from comp.psn stays within half the scoreboard, so what is asked next
+// can be placed.
+func (qp *QP) windowFull() bool {
+	c := &qp.comp
+	return qp.req.win.full(qp.req.psn, c.psn.Add(uint32(c.board.n))) || qp.req.psn.Diff(c.psn) >= boardBits/2
+}
+
+// placed reports whether the response at psn is in: completed, or placed
+// ahead.
+func (qp *QP) placed(psn wire.PSN) bool {
+	return psn.Less(qp.comp.psn) || qp.comp.board.has(psn)
+}
+
+// wqeAt returns the started send WQE whose PSNs hold psn, or nil.
+func (qp *QP) wqeAt(psn wire.PSN) *sendWQE {
+	for i := qp.sq.Head(); i != qp.req.cur && i != qp.sq.Tail(); i++ {
+		w := qp.sq.At(i)
+		if w.state == wqePosted || psn.Less(w.firstPSN) {
+			return nil
+		}
+		if psn.LessEq(w.lastPSN) {
+			return w
+		}
+	}
+	return nil
+}
+
+// compAhead handles a READ response or atomic ACK for a PSN past comp.psn:
+// the data or result is placed now, its PSN marked, and what it shows of
+// the READs before it noted. The response at comp.psn itself comes here
+// too when the scoreboard holds others.
+func (qp *QP) compAhead(c *compCtx) compPhase {
+	x := qp.wqeAt(c.psn)
+	if x == nil || x.state == wqeFailed {
+		return compMismatch
+	}
+	if a := c.p.AETH(); a != nil && a.Syndrome().Type() != wire.SyndromeACK {
+		return compMismatch
+	}
+	if c.psn.Diff(qp.comp.psn) >= boardBits {
+		qp.dev.counters.inc(DropUnexpectedResponse)
+		return compUpdate
+	}
+	contiguous := qp.placed(c.psn.Sub(1))
+	if qp.comp.board.has(c.psn) {
+		// Seen again: the answer to a READ asked again, or a copy.
+		qp.dev.counters.inc(DropDuplicateResponse)
+		qp.noteAhead(x, c.psn, contiguous, c.now)
+		qp.comp.restartTimer(c.now, &qp.attr)
+		return compUpdate
+	}
+	switch {
+	case x.opcode == ib.WRRDMARead && c.p.Info().Is(wire.OpRead):
+		if ph := qp.placeRead(c, x); ph != compUpdate {
+			return ph
+		}
+	case x.isAtomic() && c.p.Opcode() == wire.RCAtomicAcknowledge && c.psn == x.firstPSN:
+		var orig [8]byte
+		binary.NativeEndian.PutUint64(orig[:], c.p.AtomicAckETH().OrigData())
+		if f := qp.copySGEs(x.sge, 0, orig[:], true); f != mem.FaultNone {
+			c.w, c.err = x, compLocalProt
+			return compFail
+		}
+	default:
+		return compMismatch
+	}
+	qp.sampleRTT(x, c.psn, c.now)
+	qp.comp.board.set(c.psn)
+	if x.opcode == ib.WRRDMARead && c.psn == x.got {
+		p := c.psn.Next()
+		for p.LessEq(x.lastPSN) && qp.placed(p) {
+			p = p.Next()
+		}
+		qp.gotTo(x, p)
+	}
+	qp.noteAhead(x, c.psn, contiguous, c.now)
+	qp.comp.restartTimer(c.now, &qp.attr)
+	qp.advance()
+	return compUpdate
+}
+
+// placeRead checks a READ response of x and copies its payload to where it
+// belongs in x's local SGEs.
+func (qp *QP) placeRead(c *compCtx, x *sendWQE) compPhase {
+	off := uint32(c.psn.Diff(x.firstPSN)) * qp.mtu
+	want := qp.mtu
+	if c.psn == x.lastPSN {
+		want = x.length - off
+	}
+	data := c.p.Payload()
+	if uint32(len(data)) != want {
+		c.w, c.err = x, compBadResponse
+		return compFail
+	}
+	if f := qp.copySGEs(x.sge, off, data, true); f != mem.FaultNone {
+		c.w, c.err = x, compLocalProt
+		return compFail
+	}
+	if c.psn.Less(x.hi) {
+		return compUpdate
+	}
+	x.hi = c.psn.Next()
+	return compUpdate
+}
+
+// advance moves comp.psn over the responses placed past it and completes,
+// in order, the WQEs it passes: READs whose every response is in,
+// atomics whose result is, and the SENDs and WRITEs acknowledged.
+func (qp *QP) advance() {
+	c := &qp.comp
+	for {
+		w := qp.completeThrough(c.ackNext.Sub(1))
+		if w == nil || !w.isReadAtomic() || w.state == wqeFailed {
+			return
+		}
+		for c.psn.LessEq(w.lastPSN) && c.board.has(c.psn) {
+			c.board.unset(c.psn)
+			c.psn = c.psn.Next()
+		}
+		if w.opcode == ib.WRRDMARead && w.got.Less(c.psn) {
+			qp.gotTo(w, c.psn)
+		}
+		if c.psn.LessEq(w.lastPSN) {
+			return
+		}
+		c.reload(&qp.attr)
+		qp.finishSend(w, ib.WCSuccess)
+	}
+}
+
+// noteAhead takes a response at psn of WQE x, past the first missing
+// response of x or of READs before x: the stream passed their gaps, and
+// what it shows may prove one lost. contiguous says the response before
+// psn is in, which a response a network moved ahead of its neighbours
+// lacks.
+func (qp *QP) noteAhead(x *sendWQE, psn wire.PSN, contiguous bool, now time.Time) {
+	for i := qp.sq.Head(); i != qp.req.cur && i != qp.sq.Tail(); i++ {
+		w := qp.sq.At(i)
+		if w.opcode == ib.WRRDMARead && w.got.LessEq(w.lastPSN) && w.got.Less(psn) {
+			if w != x {
+				w.passed = true
+			}
+			qp.evidence(w, x, psn, contiguous, now)
+		}
+		if w == x {
+			return
+		}
+	}
+}
+
+// notePassed takes an ACK or NAK for psn: every READ before it has been
+// answered in full.
+func (qp *QP) notePassed(psn wire.PSN, now time.Time) {
+	for i := qp.sq.Head(); i != qp.req.cur && i != qp.sq.Tail(); i++ {
+		w := qp.sq.At(i)
+		if !w.lastPSN.Less(psn) {
+			return
+		}
+		if w.opcode == ib.WRRDMARead && w.got.LessEq(w.lastPSN) {
+			w.passed = true
+			qp.evidence(w, nil, psn, true, now)
+		}
+	}
+}
+
+// evidence weighs one response past READ w's first missing one, from the
+// response at psn of WQE x (nil for an ACK). Before w is asked again it
+// counts towards dupThresh and starts the reorder window; after, only
+// what shows the answer's first response lost counts: the responses that
+// follow it in the answer (the first dupThresh asked for), or one of a
+// request sent after the ask, which the responder answers later. The
+// rest of the first stream, or of an earlier answer, says nothing of it.
+func (qp *QP) evidence(w, x *sendWQE, psn wire.PSN, contiguous bool, now time.Time) {
+	switch w.ask {
+	case askNone:
+		if w.passAt.IsZero() {
+			w.passAt = now
+			qp.comp.armLoss(now.Add(qp.reorderWindow()))
+		}
+		if contiguous {
+			w.beyond++
+		}
+	case askSent:
+		if (x == w && w.askFrom.Less(psn) && psn.LessEq(w.askTo) && psn.Diff(w.askFrom) <= dupThresh) ||
+			(x != nil && x != w && int32(x.seq-w.askSeq) > 0) {
+			w.beyond++
+		}
+	default:
+		return
+	}
+	if w.beyond >= dupThresh {
+		qp.askRead(w)
+	}
+}
+
+// gotTo notes that READ w holds every response before psn. The evidence
+// counted was for the old gap. If the new gap is behind responses that
+// came earlier, or a stream that has passed, the stream is past it
+// already: lost, if an answer to an ask came back past it, or once the
+// reorder window since the stream passed is over.
+func (qp *QP) gotTo(w *sendWQE, psn wire.PSN) {
+	answered := w.ask == askSent && w.askTo.Less(psn)
+	w.got, w.beyond = psn, 0
+	if answered {
+		w.ask = askNone
+	}
+	if w.lastPSN.Less(psn) || w.ask != askNone {
+		return
+	}
+	switch {
+	case !w.passed && !psn.Less(w.hi):
+		w.passAt = time.Time{} // nothing is known past the new gap
+	case answered:
+		qp.askRead(w)
+	case !w.passAt.IsZero():
+		qp.comp.armLoss(w.passAt.Add(qp.reorderWindow()))
+	}
+}
+
+// askRead asks READ w again for what it misses first: from its first
+// missing response to the end of that gap — the READ's end if nothing
+// after it is in — and at least dupThresh further, so that a loss of the
+// answer's first response shows in the rest of it. A later gap is asked
+// for once this one is filled: asking from the first missing response
+// keeps the requests for one READ from going backwards, which a responder
+// like rxe requires (it takes no request for a part before the last one
+// asked), and one request per gap asks for little that arrived.
+func (qp *QP) askRead(w *sendWQE) {
+	to := w.got
+	for to.Less(w.lastPSN) && !qp.placed(to.Next()) {
+		to = to.Next()
+	}
+	if t := w.got.Add(dupThresh); to.Less(t) {
+		to = t
+	}
+	if w.lastPSN.Less(to) {
+		to = w.lastPSN
+	}
+	w.askFrom, w.askTo, w.ask, w.beyond = w.got, to, askPending, 0
+	qp.comp.asks++
+}
+
+// armLoss notes when a gap seen passed becomes a loss by the reorder
+// window.
+func (c *completer) armLoss(at time.Time) {
+	if c.lossAt.IsZero() || at.Before(c.lossAt) {
+		c.lossAt = at
+	}
+}
+
+// checkGaps asks again for the READs whose gap has outlived the reorder
+// window since the stream was seen past it, and arms the next check.
+func (qp *QP) checkGaps(now time.Time) {
+	c := &qp.comp
+	if c.lossAt.IsZero() || now.Before(c.lossAt) {
+		return
+	}
+	c.lossAt = time.Time{}
+	win := qp.reorderWindow()
+	for i := qp.sq.Head(); i != qp.req.cur && i != qp.sq.Tail(); i++ {
+		w := qp.sq.At(i)
+		if w.opcode != ib.WRRDMARead || w.ask != askNone || w.passAt.IsZero() || w.lastPSN.Less(w.got) {
+			continue
+		}
+		if at := w.passAt.Add(win); now.Before(at) {
+			c.armLoss(at)
+		} else {
+			qp.askRead(w)
+		}
+	}
+}
+
+// reorderWindow is how long a response may be overtaken before it counts
+// as lost: the smallest round trip measured (a network that reorders
+// holds a packet back, or moves it ahead, by less than its delay), within
+// a quarter of the local ACK timeout, so that asking comes first.
+func (qp *QP) reorderWindow() time.Duration {
+	lim, _ := ib.LocalACKTimeout(qp.attr.Timeout)
+	lim /= 4
+	if lim <= 0 {
+		lim = time.Second
+	}
+	w := qp.comp.minRTT
+	if w == 0 {
+		return lim
+	}
+	return min(max(w, minReorder), lim)
+}
+
+// sampleRTT measures the round trip of x's request by the first response
+// of a READ or the atomic ACK, if the request went out once.
+func (qp *QP) sampleRTT(x *sendWQE, psn wire.PSN, now time.Time) {
+	if psn != x.firstPSN || x.sentAt.IsZero() {
+		return
+	}
+	if d := now.Sub(x.sentAt); d > 0 && (qp.comp.minRTT == 0 || d < qp.comp.minRTT) {
+		qp.comp.minRTT = d
+	}
+	x.sentAt = time.Time{}
+}
+
+// sendAsks is the requester's part: it sends the asks the completer
+// raised, each a READ request for the part of a READ it misses. They are
+// duplicates of requests the responder has executed, so neither the
+// window nor max_rd_atomic holds them back; they count as retries and
+// take the window back as a go-back-N does.
+func (qp *QP) sendAsks(now time.Time) {
+	if qp.req.asks == qp.comp.asks {
+		return
+	}
+	qp.req.asks = qp.comp.asks
+	for i := qp.sq.Head(); i != qp.req.cur && i != qp.sq.Tail(); i++ {
+		w := qp.sq.At(i)
+		if w.ask != askPending {
+			continue
+		}
+		off := uint32(w.askFrom.Diff(w.firstPSN)) * qp.mtu
+		end := min((uint32(w.askTo.Diff(w.firstPSN))+1)*qp.mtu, w.length)
+		f := qp.bth(wire.RCReadRequest, w.askFrom)
+		f.AckRequest = true
+		p := qp.xmit.start(qp, &f, 0)
+		p.RETH().Encode(&wire.RETHFields{VA: w.remoteAddr + uint64(off), RKey: uint32(w.rkey), DMALength: end - off})
+		qp.xmit.queue(qp, p)
+		qp.req.seq++
+		w.ask, w.askAt, w.askSeq = askSent, now, qp.req.seq
+		qp.dev.counters.inc(RetransmittedPkts)
+		qp.dev.counters.inc(CompleterRetryErr)
+		qp.req.win.loss(w.askFrom, qp.req.maxPSN)
+	}
+	qp.comp.startTimer(now, &qp.attr)
+}
