@@ -41,6 +41,12 @@ type completer struct {
 	asks    uint32
 	lossAt  time.Time
 	minRTT  time.Duration
+	// The tail probe (probe.go): when it is due, the probes raised for
+	// the requester, and the flight last probed.
+	probeAt  time.Time
+	probes   uint32
+	probed   bool
+	probedTo wire.PSN
 }
 
 // reload restores the retry counters, after progress (IBA 9.7.5.2.8).
@@ -248,6 +254,7 @@ func (qp *QP) compCheckACK(c *compCtx) compPhase {
 // compACK completes the SENDs and WRITEs an ACK covers: it is cumulative up
 // to its PSN (IBA 9.7.5.1.2).
 func (qp *QP) compACK(c *compCtx) compPhase {
+	qp.sampleACK(c.psn, c.now)
 	qp.comp.acked(c.psn.Next())
 	w := qp.completeThrough(c.psn)
 	if w != nil && w.isReadAtomic() && !c.psn.Less(w.firstPSN) {
@@ -388,6 +395,7 @@ func (qp *QP) compUpdate(c *compCtx) {
 			qp.comp.reload(&qp.attr)
 		}
 		qp.comp.restartTimer(c.now, &qp.attr)
+		qp.armProbe(c.now)
 		if !qp.comp.retrying || c.wasRetrying {
 			qp.comp.retrying = false // progress ends a retry, but not the one just started
 		}

@@ -92,6 +92,8 @@ func (qp *QP) compRNRNAK(c *compCtx) compPhase {
 // late must not turn the wait's timeout into a retry.
 func (qp *QP) checkTimers(now time.Time) {
 	qp.checkGaps(now)
+	qp.checkProbe(now)
+	qp.checkStall(now)
 	d := qp.comp.deadline
 	if d.IsZero() || now.Before(d) {
 		return

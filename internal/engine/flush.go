@@ -33,7 +33,7 @@ func (qp *QP) flush() {
 	qp.resp.read.active, qp.resp.readQ = false, readQueue{}
 	qp.resp.stash.clear()
 	qp.comp.board.reset()
-	qp.comp.lossAt = time.Time{}
+	qp.comp.lossAt, qp.comp.probeAt, qp.resp.stallAt = time.Time{}, time.Time{}, time.Time{}
 	qp.dropInbound()
 	qp.lastWQEReached()
 }

@@ -272,6 +272,10 @@ func (qp *QP) turn() (more bool) {
 		in.free()
 		qp.inbound.Pop()
 	}
+	if qp.resp.rx {
+		qp.resp.rx = false
+		qp.armStall(now)
+	}
 	if qp.resp.ackPending && qp.inbound.Len() == 0 {
 		// The requests just executed are often what a poller waits for
 		// (ib_write_lat's spin on the written byte, a receive completion),
@@ -327,12 +331,14 @@ func (qp *QP) turn() (more bool) {
 const turnBudget = 64
 
 // armTimer registers the QP's earliest deadline with the device timer:
-// the local ACK timeout, a READ gap's reorder window, the end of an RNR
-// wait, or a paced READ stream's next send.
+// the local ACK timeout, a READ gap's reorder window, a tail probe or a
+// stall NAK, the end of an RNR wait, or a paced READ stream's next send.
 func (qp *QP) armTimer(now time.Time) {
 	next := qp.comp.deadline
-	if r := qp.comp.lossAt; !r.IsZero() && qp.State() != ib.QPStateErr && (next.IsZero() || r.Before(next)) {
-		next = r // a READ's gap outlives the reorder window
+	for _, r := range [...]time.Time{qp.comp.lossAt, qp.comp.probeAt, qp.resp.stallAt} {
+		if !r.IsZero() && qp.State() != ib.QPStateErr && (next.IsZero() || r.Before(next)) {
+			next = r // a READ's gap outlives the reorder window, a tail probe, a stall NAK
+		}
 	}
 	if r := qp.comp.rnrUntil; r.After(now) && qp.State() != ib.QPStateErr && (next.IsZero() || r.Before(next)) {
 		next = r

@@ -28,6 +28,7 @@ type requester struct {
 	noAck           int      // packets sent since the last one with AckReq
 	resends         uint32   // go-back-N requests of the completer acted on (comp.resends)
 	asks            uint32   // READ asks of the completer sent (comp.asks)
+	probes          uint32   // tail probes of the completer sent (comp.probes)
 	seq             uint32   // READ and atomic requests sent, asks included
 	win             window   // PSNs that may be in flight without an acknowledgement
 }
@@ -42,6 +43,7 @@ func (qp *QP) request(now time.Time, budget int) (more bool) {
 	}
 	qp.catchUp()
 	qp.sendAsks(now)
+	qp.sendProbe()
 	qp.req.win.update(now, qp.comp.psn)
 	if now.Before(qp.comp.rnrUntil) {
 		return false
@@ -118,7 +120,7 @@ func (qp *QP) rewind() {
 		if w.state == wqePosted || w.state == wqeFailed {
 			break
 		}
-		w.sent, w.ask, w.beyond = 0, askNone, 0
+		w.sent, w.ask, w.beyond, w.sentAt = 0, askNone, 0, time.Time{}
 		if i == qp.sq.Head() && !w.isReadAtomic() {
 			w.sent = uint32(qp.comp.psn.Diff(w.firstPSN)) * qp.mtu
 		}
@@ -143,6 +145,7 @@ func (qp *QP) startWQE(w *sendWQE) bool {
 	w.lastPSN = w.firstPSN.Add(w.npkts(qp.mtu) - 1)
 	w.state, w.sent = wqeSending, 0
 	w.got, w.hi, w.passAt, w.passed, w.beyond, w.ask = w.firstPSN, w.firstPSN, time.Time{}, false, 0, askNone
+	w.sentAt = time.Time{}
 	return true
 }
 
@@ -174,6 +177,9 @@ func (qp *QP) sendNext(w *sendWQE, now time.Time) {
 		if !qp.sendSegment(w, &f) {
 			return
 		}
+		if w.state == wqeSent && !f.PSN.Less(qp.req.maxPSN) {
+			w.sentAt = now // its last packet, sent for the first time
+		}
 	}
 	if qp.req.maxPSN.Less(qp.req.psn) {
 		qp.req.maxPSN = qp.req.psn
@@ -184,6 +190,7 @@ func (qp *QP) sendNext(w *sendWQE, now time.Time) {
 		qp.req.noAck++
 	}
 	qp.comp.startTimer(now, &qp.attr)
+	qp.armProbe(now)
 }
 
 // sendRead sends a READ request. After a go-back-N it asks only for what

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"time"
+
 	"github.com/goverbs/goverbs/internal/ib"
 	"github.com/goverbs/goverbs/internal/mem"
 	"github.com/goverbs/goverbs/internal/wire"
@@ -28,6 +30,8 @@ type responder struct {
 	sent       readSent   // READ responses sent, for pace and the retransmission count
 	pace       pacer      // paces the READ responses
 	stash      stash      // SEND and WRITE packets that came ahead of psn
+	rx         bool       // requests arrived in this turn (armStall)
+	stallAt    time.Time  // when the stall NAK is due (probe.go)
 }
 
 // writeState is the RDMA WRITE in progress, from its RETH.
@@ -113,6 +117,7 @@ var respErrors = [...]struct {
 func (qp *QP) respond(p wire.Packet) {
 	psn := p.BTH().PSN()
 	qp.noteReceived()
+	qp.resp.rx = true
 	var o respOutcome
 	switch d := psn.Diff(qp.resp.psn); {
 	case d > 0:

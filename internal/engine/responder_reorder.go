@@ -17,6 +17,7 @@ type stash struct {
 		full bool
 		buf  []byte
 	}
+	n int // slots full
 }
 
 // put copies p, of PSN psn, into its slot, replacing what the slot held.
@@ -24,6 +25,9 @@ func (s *stash) put(psn wire.PSN, p wire.Packet) {
 	e := &s.slot[uint32(psn)%stashSlots]
 	if cap(e.buf) < len(p) {
 		e.buf = make([]byte, 0, pktBufSize)
+	}
+	if !e.full {
+		s.n++
 	}
 	e.psn, e.full, e.buf = psn, true, append(e.buf[:0], p...)
 }
@@ -35,6 +39,7 @@ func (s *stash) take(psn wire.PSN) wire.Packet {
 		return nil
 	}
 	e.full = false
+	s.n--
 	return wire.Packet(e.buf)
 }
 
@@ -43,6 +48,7 @@ func (s *stash) clear() {
 	for i := range s.slot {
 		s.slot[i].full = false
 	}
+	s.n = 0
 }
 
 // respAhead handles a request past the expected PSN: a packet went

@@ -1,0 +1,141 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/goverbs/goverbs/internal/ib"
+	"github.com/goverbs/goverbs/internal/wire"
+)
+
+// A loss at the end of a flight — the last packets of a message, or the
+// ACK of the last message — shows in nothing that follows, and waits for
+// the requester's local ACK timeout: 67 ms at the usual timeout 14, where
+// the round trip is a millisecond (doc/protocol.md §8.6). Two shortcuts,
+// both after a few round trips measured on the QP, so neither applies
+// before one is:
+//
+//   - the requester's tail probe: when nothing has been acknowledged for
+//     a probe time after it last sent, it sends the last packet again,
+//     asking for an ACK. A responder that has it answers the duplicate
+//     with an ACK of what it holds (doc/protocol.md §7.6); one that missed
+//     packets before it sees a gap and NAKs it. It spends no retry;
+//   - the responder's stall NAK: when packets it holds past a gap, none of
+//     which asked for an ACK (doc/protocol.md §6.3), sit a probe time with
+//     nothing more arriving, it sends the sequence NAK it held back, and
+//     the requester goes back to the gap. A message under way without a
+//     gap gets none: nothing shows a packet missing, and a peer that
+//     pauses (rxe in a VM does, for milliseconds) would count a sequence
+//     error it never caused.
+const (
+	// probeRTTs is the probe time in round trips: a request, its
+	// answer, and slack for a peer that answers late.
+	probeRTTs = 4
+	// minProbe bounds the probe time below.
+	minProbe = 200 * time.Microsecond
+)
+
+// probeTime is how long a flight may stall before a probe: probeRTTs of
+// the smallest round trip measured, at least minProbe and at most half the
+// local ACK timeout; 0, none, before a round trip is measured.
+func (qp *QP) probeTime() time.Duration {
+	if qp.comp.minRTT == 0 {
+		return 0
+	}
+	t := max(probeRTTs*qp.comp.minRTT, minProbe)
+	if lim, _ := ib.LocalACKTimeout(qp.attr.Timeout); lim > 0 {
+		t = min(t, lim/2)
+	}
+	return t
+}
+
+// armProbe pushes the tail probe out after a send or an acknowledgement,
+// or disarms it when nothing is outstanding.
+func (qp *QP) armProbe(now time.Time) {
+	c := &qp.comp
+	c.probeAt = time.Time{}
+	if t := qp.probeTime(); t > 0 && c.psn != qp.req.maxPSN {
+		c.probeAt = now.Add(t)
+	}
+}
+
+// checkProbe raises the tail probe once its time passed with nothing
+// acknowledged: once per flight (the highest PSN sent), for a flight that
+// ends with a SEND or WRITE, and not during a go-back-N or an RNR wait.
+func (qp *QP) checkProbe(now time.Time) {
+	c := &qp.comp
+	if c.probeAt.IsZero() || now.Before(c.probeAt) {
+		return
+	}
+	c.probeAt = time.Time{}
+	if c.psn == qp.req.maxPSN || qp.resendPending() || now.Before(c.rnrUntil) || (c.probed && c.probedTo == qp.req.maxPSN) {
+		return
+	}
+	if w := qp.wqeAt(qp.req.maxPSN.Sub(1)); w != nil && !w.isReadAtomic() && w.state == wqeSent {
+		c.probes++
+		c.probed, c.probedTo = true, qp.req.maxPSN
+	}
+}
+
+// sendProbe is the requester's part: it sends the last packet of the
+// flight again, asking for an ACK.
+func (qp *QP) sendProbe() {
+	if qp.req.probes == qp.comp.probes {
+		return
+	}
+	qp.req.probes = qp.comp.probes
+	psn := qp.req.maxPSN.Sub(1)
+	w := qp.wqeAt(psn)
+	if w == nil || w.isReadAtomic() || w.state != wqeSent {
+		return
+	}
+	sent, next, noAck := w.sent, qp.req.psn, qp.req.noAck
+	w.sent, qp.req.noAck = uint32(psn.Diff(w.firstPSN))*qp.mtu, ackEvery
+	f := qp.bth(0, psn)
+	ok := qp.sendSegment(w, &f)
+	w.sent, qp.req.psn, qp.req.noAck = sent, next, noAck
+	if ok {
+		w.state = wqeSent
+		qp.dev.counters.inc(RetransmittedPkts)
+	}
+}
+
+// sampleACK measures a round trip by an ACK of the last PSN of a SEND or
+// WRITE sent once.
+func (qp *QP) sampleACK(psn wire.PSN, now time.Time) {
+	for i := qp.sq.Head(); i != qp.req.cur && i != qp.sq.Tail(); i++ {
+		w := qp.sq.At(i)
+		if psn.Less(w.lastPSN) {
+			return
+		}
+		if w.lastPSN == psn && !w.isReadAtomic() {
+			qp.sampleRTT(w, w.firstPSN, now)
+			return
+		}
+	}
+}
+
+// armStall arms the responder's stall NAK after requests arrived: while
+// packets are held past a gap and no NAK is out, it is due a probe time
+// after the last arrival.
+func (qp *QP) armStall(now time.Time) {
+	r := &qp.resp
+	r.stallAt = time.Time{}
+	if t := qp.probeTime(); t > 0 && !r.sentNAK && r.stash.n > 0 {
+		r.stallAt = now.Add(t)
+	}
+}
+
+// checkStall sends the stall NAK when its time has passed.
+func (qp *QP) checkStall(now time.Time) {
+	r := &qp.resp
+	if r.stallAt.IsZero() || now.Before(r.stallAt) {
+		return
+	}
+	r.stallAt = time.Time{}
+	if r.sentNAK || r.stash.n == 0 {
+		return
+	}
+	r.sentNAK = true
+	qp.sendACK(wire.NAKSyndrome(wire.NAKPSNSequenceError), r.psn)
+	qp.dev.counters.inc(NAKSent)
+}

@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/goverbs/goverbs/internal/ib"
+	"github.com/goverbs/goverbs/internal/wire"
+)
+
+// measured gives the rig's QP a round trip, as if one had been measured:
+// its probe time is then half the 8.192 µs ACK timeout.
+func measured(t *testing.T, r *pktRig) {
+	r.qp.mu.Lock()
+	r.qp.comp.minRTT = time.Microsecond
+	r.qp.mu.Unlock()
+}
+
+// probeTime of the measured rig: probeRTTs round trips and minProbe are
+// more than half the ACK timeout.
+const rigProbe = 4096 * time.Nanosecond
+
+// TestTailProbePackets checks the two shortcuts for a loss at the end of a
+// flight (probe.go): the requester sends its last packet again once, asking
+// for an ACK, when nothing was acknowledged for a probe time; the responder
+// NAKs the PSN it expects when packets it holds past a gap sit a probe
+// time with nothing more coming, but not a message under way without a
+// gap. Neither acts before a round trip is measured.
+func TestTailProbePackets(t *testing.T) {
+	half := bytes.Repeat([]byte{0xcd}, 256)
+	runRows(t, []row{{
+		name:  "the last SEND's ACK is lost: its packet goes again, once, and the ACK completes both",
+		setup: measured,
+		steps: []step{
+			{post: sends(2), want: []out{sendOnly(0, 0), sendOnly(1, 1)}},
+			{sleep: rigProbe - time.Nanosecond},
+			{sleep: time.Nanosecond, want: []out{sendOnly(1, 1)}},
+			{in: inACK(1)},
+		},
+		wcs:      []wantWC{{1, ib.WCSuccess, ib.WCSend, 8}, {2, ib.WCSuccess, ib.WCSend, 8}},
+		counters: map[Counter]uint64{RetransmittedPkts: 1, CompleterRetryErr: 0, LocalACKTimeout: 0},
+	}, {
+		name:  "one probe per flight: then the ACK timeout goes back",
+		setup: measured,
+		steps: []step{
+			{post: sends(1), want: []out{sendOnly(0, 0)}},
+			{sleep: rigProbe, want: []out{sendOnly(0, 0)}},
+			{sleep: 8192*time.Nanosecond - rigProbe, want: []out{sendOnly(0, 0)}},
+			{in: inACK(0)},
+		},
+		wcs:      []wantWC{{1, ib.WCSuccess, ib.WCSend, 8}},
+		counters: map[Counter]uint64{RetransmittedPkts: 2, CompleterRetryErr: 1, LocalACKTimeout: 1},
+	}, {
+		name: "without a round trip measured there is no probe",
+		steps: []step{
+			{post: sends(1), want: []out{sendOnly(0, 0)}},
+			{sleep: rigProbe},
+			{in: inACK(0)},
+		},
+		wcs:      []wantWC{{1, ib.WCSuccess, ib.WCSend, 8}},
+		counters: map[Counter]uint64{RetransmittedPkts: 0},
+	}, {
+		name:  "a SEND under way without a gap gets no NAK, however long its sender pauses",
+		setup: measured,
+		steps: []step{
+			{in: &pkt{op: wire.RCSendFirst, psn: 0, payload: mtuBytes}},
+			{sleep: 4 * rigProbe},
+			{in: &pkt{op: wire.RCSendLast, psn: 1, ack: true, payload: half}, want: []out{ack(1, 1)}},
+		},
+		wcs:      []wantWC{{0, ib.WCSuccess, ib.WCRecv, 512}},
+		counters: map[Counter]uint64{NAKSent: 0},
+	}, {
+		name:  "WRITE packets held past a gap, and none asks for an ACK: the stall NAK asks for the gap",
+		setup: measured,
+		steps: []step{
+			{in: &pkt{op: wire.RCWriteMiddle, psn: 1, payload: half}},
+			{sleep: rigProbe, want: []out{nak(wire.NAKPSNSequenceError, 0, 0)}},
+			{sleep: rigProbe}, // one NAK
+			{in: &pkt{op: wire.RCWriteFirst, psn: 0, payload: mtuBytes, fill: rethAt(regionKey, 0, 768)}, want: []out{ack(0, 0)}},
+			{in: &pkt{op: wire.RCWriteLast, psn: 2, ack: true, payload: mtuBytes}, want: []out{ack(2, 1)}},
+		},
+		counters: map[Counter]uint64{NAKSent: 1, OutOfSeqRequest: 1},
+		check: func(t *testing.T, r *pktRig) {
+			if !bytes.Equal(r.region[:256], mtuBytes) || !bytes.Equal(r.region[256:512], half) || !bytes.Equal(r.region[512:768], mtuBytes) {
+				t.Errorf("WRITE placed %x", r.region[:768])
+			}
+		},
+	}})
+}
