@@ -20,10 +20,11 @@
 # fails a case, and each row shows the retransmissions of both sides.
 # LOSS=1 runs issue 11's loss matrix instead: ibv_rc_pingpong (500 × 4 KiB)
 # and ib_write_bw, ib_read_bw, ib_send_bw (500 × 64 KiB), both directions,
-# each once without and once with NETEM (default the issue's line above),
-# and prints for each the two figures, their ratio (target ≥ 0.40) and
-# both sides' retransmission counters, and for READs the READ requests the
-# requester sent. CAPTURE=1 captures each case's RoCEv2 packets on the
+# each without netem, with NETEM's delay alone, and with NETEM (default
+# the issue's line above), and prints for each the three figures, the
+# lossy one's ratio to the loss-free one (target ≥ 0.40) and to the delay
+# alone, both sides' retransmission counters, and for READs the READ
+# requests the requester sent. CAPTURE=1 captures each case's RoCEv2 packets on the
 # host's tap into the work directory ($tag.pcap, for lab decode).
 # ONLY='ib_read_bw -s 8388608 -n 20' runs just that case, in the
 # directions of DIRS (default both); COUNTERS=1 shows both sides'
@@ -54,8 +55,8 @@ go_shown="sent_pkts retransmitted_pkts completer_retry_err local_ack_timeout_err
 [[ -z ${LOSS:-} ]] || NETEM=${NETEM:-delay 1ms loss 3% reorder 5% duplicate 1%}
 # impaired: whether the guest's sends go through netem now.
 impaired=""
-netem_on() {
-	"$lab" exec "tc qdisc replace dev eth0 root netem $NETEM && tc qdisc show dev eth0"
+netem_on() { # netem_on [LINE]: NETEM unless another line is given
+	"$lab" exec "tc qdisc replace dev eth0 root netem ${1:-$NETEM} && tc qdisc show dev eth0"
 	impaired=1
 }
 netem_off() {
@@ -158,7 +159,7 @@ run_case() {
 	[[ -z ${CASES:-} || " $CASES " == *" $tool "* ]] || return 0
 	[[ -z ${CASE_ARGS:-} || $args == "$CASE_ARGS" ]] || return 0
 	[[ -z ${MATCH:-} || "$tool $dir $args" =~ $MATCH ]] || return 0
-	local tag="${tool}_${dir}_$(echo "$args" | tr -c 'A-Za-z0-9' _)${impaired:+netem}"
+	local tag="${tool}_${dir}_$(echo "$args" | tr -c 'A-Za-z0-9' _)${variant:-}"
 	local glog="$work/$tag.goverbs.log" clog="$work/$tag.rxe.log" grc crc attempt
 	local copt="-g 1" # the IPv4-mapped GID of rxe0
 	[[ $tool == ib_* ]] && copt="-d rxe0 -x 1"
@@ -330,24 +331,29 @@ loss_case() {
 	local tool=$1 dir=$2
 	shift 2
 	[[ -z ${CASES:-} || " $CASES " == *" $tool "* ]] || return 0
-	local free ok_free lossy ratio verdict reads=""
+	local free ok_free slow ok_slow lossy ratio dratio verdict reads=""
 	netem_off >/dev/null
-	run_case "$tool" "$dir" "$@"
+	variant="" run_case "$tool" "$dir" "$@"
 	free=$last_rate ok_free=$last_ok
+	netem_on "$(grep -Eo 'delay [^ ]+' <<<"$NETEM")" >/dev/null
+	impaired="" # a delay alone must move no rxe counter either
+	variant=delay run_case "$tool" "$dir" "$@"
+	slow=$last_rate ok_slow=$last_ok
 	netem_on >/dev/null
-	run_case "$tool" "$dir" "$@"
+	variant=netem run_case "$tool" "$dir" "$@"
 	netem_off >/dev/null
 	lossy=$last_rate
 	ratio=$(awk -v a="$lossy" -v b="$free" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}')
+	dratio=$(awk -v a="$lossy" -v b="$slow" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}')
 	verdict=met
-	[[ -n $ok_free && -n $last_ok ]] || verdict=FAILED
+	[[ -n $ok_free && -n $ok_slow && -n $last_ok ]] || verdict=FAILED
 	awk -v r="$ratio" 'BEGIN {exit !(r < 0.40)}' && verdict=missed
 	if [[ $tool == ib_read_bw ]]; then
 		local side=goverbs
 		[[ $dir == c-server ]] || side=rxe
 		reads=" READ requests: $(grep -Eo "$side: sent_pkts [0-9]+" <<<"$last_moved" | awk '{print $3}')"
 	fi
-	losses+=("$(printf '%-15s %-9s %-16s %8s %8s %5s %-6s' "$tool" "$dir" "$*" "$free" "$lossy" "$ratio" "$verdict")$reads$last_moved")
+	losses+=("$(printf '%-15s %-9s %-16s %8s %8s %8s %5s %5s %-6s' "$tool" "$dir" "$*" "$free" "$slow" "$lossy" "$ratio" "$dratio" "$verdict")$reads$last_moved")
 }
 
 if [[ -n ${ONLY:-} ]]; then
@@ -371,7 +377,7 @@ if [[ -n ${LOSS:-} ]]; then
 	printf '  %s\n' "${rows[@]}"
 	echo
 	echo "loss matrix (netem on the guest's eth0: $NETEM; MB/sec, pingpong Mbit/sec; target ratio >= 0.40):"
-	printf '  %-15s %-9s %-16s %8s %8s %5s %-6s %s\n' case direction args loss-free lossy ratio verdict "counters of the lossy run"
+	printf '  %-15s %-9s %-16s %8s %8s %8s %5s %5s %-6s %s\n' case direction args loss-free delay lossy ratio /delay verdict "counters of the lossy run"
 	printf '  %s\n' "${losses[@]}"
 	echo
 	echo "$pass runs passed, $fail failed"
