@@ -23,15 +23,20 @@ import (
 //     which asked for an ACK (doc/protocol.md §6.3), sit a probe time with
 //     nothing more arriving, it sends the sequence NAK it held back, and
 //     the requester goes back to the gap. A message under way without a
-//     gap gets none: nothing shows a packet missing, and a peer that
-//     pauses (rxe in a VM does, for milliseconds) would count a sequence
-//     error it never caused.
+//     gap gets one too, if the path has lost or duplicated requests within
+//     lossMemory: its last packets were likely lost. On a path that loses
+//     nothing it gets none, as a peer that pauses mid-message (rxe in a VM
+//     does, for milliseconds) would count a sequence error it never
+//     caused.
 const (
 	// probeRTTs is the probe time in round trips: a request, its
 	// answer, and slack for a peer that answers late.
 	probeRTTs = 4
 	// minProbe bounds the probe time below.
 	minProbe = 200 * time.Microsecond
+	// lossMemory is how long a gap or duplicate among the requests
+	// marks the path as one that loses packets.
+	lossMemory = time.Second
 )
 
 // probeTime is how long a flight may stall before a probe: probeRTTs of
@@ -115,14 +120,26 @@ func (qp *QP) sampleACK(psn wire.PSN, now time.Time) {
 }
 
 // armStall arms the responder's stall NAK after requests arrived: while
-// packets are held past a gap and no NAK is out, it is due a probe time
-// after the last arrival.
+// packets are held past a gap, or a message is under way on a path that
+// loses packets, and no NAK is out, it is due a probe time after the last
+// arrival.
 func (qp *QP) armStall(now time.Time) {
 	r := &qp.resp
+	if r.lost {
+		r.lost, r.lostAt = false, now
+	}
 	r.stallAt = time.Time{}
-	if t := qp.probeTime(); t > 0 && !r.sentNAK && r.stash.n > 0 {
+	if t := qp.probeTime(); t > 0 && qp.stalled(now) {
 		r.stallAt = now.Add(t)
 	}
+}
+
+// stalled reports whether the responder is owed packets it has reason to
+// think lost: past a gap, or the rest of a message on a lossy path.
+func (qp *QP) stalled(now time.Time) bool {
+	r := &qp.resp
+	lossy := !r.lostAt.IsZero() && now.Sub(r.lostAt) < lossMemory
+	return !r.sentNAK && (r.stash.n > 0 || (lossy && (r.inSend || r.inWrite)))
 }
 
 // checkStall sends the stall NAK when its time has passed.
@@ -132,7 +149,7 @@ func (qp *QP) checkStall(now time.Time) {
 		return
 	}
 	r.stallAt = time.Time{}
-	if r.sentNAK || r.stash.n == 0 {
+	if !qp.stalled(now) {
 		return
 	}
 	r.sentNAK = true

@@ -25,8 +25,9 @@ const rigProbe = 4096 * time.Nanosecond
 // flight (probe.go): the requester sends its last packet again once, asking
 // for an ACK, when nothing was acknowledged for a probe time; the responder
 // NAKs the PSN it expects when packets it holds past a gap sit a probe
-// time with nothing more coming, but not a message under way without a
-// gap. Neither acts before a round trip is measured.
+// time with nothing more coming, and so does a message under way without
+// a gap if the path lost or duplicated requests lately, but not
+// otherwise. Neither acts before a round trip is measured.
 func TestTailProbePackets(t *testing.T) {
 	half := bytes.Repeat([]byte{0xcd}, 256)
 	runRows(t, []row{{
@@ -70,6 +71,19 @@ func TestTailProbePackets(t *testing.T) {
 		},
 		wcs:      []wantWC{{0, ib.WCSuccess, ib.WCRecv, 512}},
 		counters: map[Counter]uint64{NAKSent: 0},
+	}, {
+		name:  "on a path that duplicated a request, a SEND under way that stalls gets the NAK",
+		setup: measured,
+		steps: []step{
+			{in: &pkt{op: wire.RCSendOnly, psn: 0, ack: true, payload: []byte("one")}, want: []out{ack(0, 1)}},
+			{recv: true},
+			{in: &pkt{op: wire.RCSendOnly, psn: 0, ack: true, payload: []byte("one")}, want: []out{ack(0, 1)}},
+			{in: &pkt{op: wire.RCSendFirst, psn: 1, payload: mtuBytes}},
+			{sleep: rigProbe, want: []out{nak(wire.NAKPSNSequenceError, 2, 1)}},
+			{in: &pkt{op: wire.RCSendLast, psn: 2, ack: true, payload: half}, want: []out{ack(2, 2)}},
+		},
+		wcs:      []wantWC{{0, ib.WCSuccess, ib.WCRecv, 3}, {101, ib.WCSuccess, ib.WCRecv, 512}},
+		counters: map[Counter]uint64{NAKSent: 1, DuplicateRequest: 1},
 	}, {
 		name:  "WRITE packets held past a gap, and none asks for an ACK: the stall NAK asks for the gap",
 		setup: measured,

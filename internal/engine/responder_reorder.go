@@ -60,6 +60,7 @@ func (s *stash) clear() {
 func (qp *QP) respAhead(p wire.Packet, psn wire.PSN, d int32) respOutcome {
 	r := &qp.resp
 	qp.dev.counters.inc(OutOfSeqRequest)
+	r.lost = true
 	info := p.Info()
 	held := d <= stashSlots && (info.Is(wire.OpSend) || info.Is(wire.OpWrite))
 	if held {
