@@ -23,19 +23,21 @@ import (
 //     which asked for an ACK (doc/protocol.md §6.3), sit a probe time with
 //     nothing more arriving, it sends the sequence NAK it held back, and
 //     the requester goes back to the gap. A message under way without a
-//     gap gets one too, if the path has lost or duplicated requests within
+//     gap gets one too, if requests came out of sequence within
 //     lossMemory: its last packets were likely lost. On a path that loses
 //     nothing it gets none, as a peer that pauses mid-message (rxe in a VM
 //     does, for milliseconds) would count a sequence error it never
-//     caused.
+//     caused. Duplicates are no sign of loss: rxe sends them without any,
+//     as its retransmission timer, armed when idle, fires during a later
+//     message (about fifteen times a second in ibv_rc_pingpong).
 const (
 	// probeRTTs is the probe time in round trips: a request, its
 	// answer, and slack for a peer that answers late.
 	probeRTTs = 4
 	// minProbe bounds the probe time below.
 	minProbe = 200 * time.Microsecond
-	// lossMemory is how long a gap or duplicate among the requests
-	// marks the path as one that loses packets.
+	// lossMemory is how long a request out of sequence marks the path
+	// as one that loses packets.
 	lossMemory = time.Second
 )
 

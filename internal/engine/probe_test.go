@@ -26,8 +26,8 @@ const rigProbe = 4096 * time.Nanosecond
 // for an ACK, when nothing was acknowledged for a probe time; the responder
 // NAKs the PSN it expects when packets it holds past a gap sit a probe
 // time with nothing more coming, and so does a message under way without
-// a gap if the path lost or duplicated requests lately, but not
-// otherwise. Neither acts before a round trip is measured.
+// a gap if requests came out of sequence lately, but not otherwise (a
+// duplicate is no sign of loss). Neither acts before a round trip is measured.
 func TestTailProbePackets(t *testing.T) {
 	half := bytes.Repeat([]byte{0xcd}, 256)
 	runRows(t, []row{{
@@ -72,18 +72,32 @@ func TestTailProbePackets(t *testing.T) {
 		wcs:      []wantWC{{0, ib.WCSuccess, ib.WCRecv, 512}},
 		counters: map[Counter]uint64{NAKSent: 0},
 	}, {
-		name:  "on a path that duplicated a request, a SEND under way that stalls gets the NAK",
+		name:  "a duplicate request is no sign of loss: a SEND under way after one gets no NAK",
 		setup: measured,
 		steps: []step{
 			{in: &pkt{op: wire.RCSendOnly, psn: 0, ack: true, payload: []byte("one")}, want: []out{ack(0, 1)}},
 			{recv: true},
 			{in: &pkt{op: wire.RCSendOnly, psn: 0, ack: true, payload: []byte("one")}, want: []out{ack(0, 1)}},
 			{in: &pkt{op: wire.RCSendFirst, psn: 1, payload: mtuBytes}},
-			{sleep: rigProbe, want: []out{nak(wire.NAKPSNSequenceError, 2, 1)}},
+			{sleep: 4 * rigProbe},
 			{in: &pkt{op: wire.RCSendLast, psn: 2, ack: true, payload: half}, want: []out{ack(2, 2)}},
 		},
 		wcs:      []wantWC{{0, ib.WCSuccess, ib.WCRecv, 3}, {101, ib.WCSuccess, ib.WCRecv, 512}},
-		counters: map[Counter]uint64{NAKSent: 1, DuplicateRequest: 1},
+		counters: map[Counter]uint64{NAKSent: 0, DuplicateRequest: 1},
+	}, {
+		name:  "on a path that lost a request lately, a SEND under way that stalls gets the NAK",
+		setup: measured,
+		steps: []step{
+			{recv: true},
+			{recv: true},
+			{in: &pkt{op: wire.RCSendOnly, psn: 1, ack: true, payload: []byte("two")}, want: []out{nak(wire.NAKPSNSequenceError, 0, 0)}},
+			{in: &pkt{op: wire.RCSendOnly, psn: 0, ack: true, payload: []byte("one")}, want: []out{ack(1, 2)}},
+			{in: &pkt{op: wire.RCSendFirst, psn: 2, payload: mtuBytes}},
+			{sleep: rigProbe, want: []out{nak(wire.NAKPSNSequenceError, 3, 2)}},
+			{in: &pkt{op: wire.RCSendLast, psn: 3, ack: true, payload: half}, want: []out{ack(3, 3)}},
+		},
+		wcs:      []wantWC{{0, ib.WCSuccess, ib.WCRecv, 3}, {100, ib.WCSuccess, ib.WCRecv, 3}, {101, ib.WCSuccess, ib.WCRecv, 512}},
+		counters: map[Counter]uint64{NAKSent: 2, OutOfSeqRequest: 1},
 	}, {
 		name:  "WRITE packets held past a gap, and none asks for an ACK: the stall NAK asks for the gap",
 		setup: measured,

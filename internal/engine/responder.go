@@ -31,7 +31,7 @@ type responder struct {
 	pace       pacer      // paces the READ responses
 	stash      stash      // SEND and WRITE packets that came ahead of psn
 	rx         bool       // requests arrived in this turn (armStall)
-	lost       bool       // and one of them was out of sequence or a duplicate
+	lost       bool       // and one of them was out of sequence
 	lostAt     time.Time  // when the last such turn was
 	stallAt    time.Time  // when the stall NAK is due (probe.go)
 }
@@ -126,7 +126,6 @@ func (qp *QP) respond(p wire.Packet) {
 		o = qp.respAhead(p, psn, d)
 	case d < 0:
 		qp.dev.counters.inc(DuplicateRequest)
-		qp.resp.lost = true
 		o = qp.duplicate(p, psn)
 	default:
 		qp.respondInOrder(p, psn)
