@@ -35,12 +35,12 @@ type completer struct {
 	// READ recovery (completer_read.go): the responses placed past psn,
 	// one past the highest PSN a response acknowledged, the asks raised
 	// for the requester (sendWQE.ask), when a gap next outlives the
-	// reorder window, and the smallest round trip measured.
+	// reorder window, and the smoothed round trip.
 	board   board
 	ackNext wire.PSN
 	asks    uint32
 	lossAt  time.Time
-	minRTT  time.Duration
+	srtt    time.Duration
 	// The tail probe (probe.go): when it is due, the probes raised for
 	// the requester, and the flight last probed.
 	probeAt  time.Time

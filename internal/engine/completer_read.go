@@ -358,16 +358,16 @@ func (qp *QP) checkGaps(now time.Time) {
 }
 
 // reorderWindow is how long a response may be overtaken before it counts
-// as lost: the smallest round trip measured (a network that reorders
-// holds a packet back, or moves it ahead, by less than its delay), within
-// a quarter of the local ACK timeout, so that asking comes first.
+// as lost: the smoothed round trip (a network that reorders holds a packet
+// back, or moves it ahead, by less than its delay), within a quarter of
+// the local ACK timeout, so that asking comes first.
 func (qp *QP) reorderWindow() time.Duration {
 	lim, _ := ib.LocalACKTimeout(qp.attr.Timeout)
 	lim /= 4
 	if lim <= 0 {
 		lim = time.Second
 	}
-	w := qp.comp.minRTT
+	w := qp.comp.srtt
 	if w == 0 {
 		return lim
 	}
@@ -375,13 +375,21 @@ func (qp *QP) reorderWindow() time.Duration {
 }
 
 // sampleRTT measures the round trip of x's request by the first response
-// of a READ or the atomic ACK, if the request went out once.
+// of a READ or the atomic ACK (or, sampleACK, the ACK of a SEND or WRITE),
+// if the request went out once, and smooths it in as TCP does (RFC 6298:
+// an eighth of each sample). Not the smallest: a network that reorders
+// moves some answers a whole delay ahead (netem sends them at once), and
+// a window or probe time set by those fires on every other answer.
 func (qp *QP) sampleRTT(x *sendWQE, psn wire.PSN, now time.Time) {
 	if psn != x.firstPSN || x.sentAt.IsZero() {
 		return
 	}
-	if d := now.Sub(x.sentAt); d > 0 && (qp.comp.minRTT == 0 || d < qp.comp.minRTT) {
-		qp.comp.minRTT = d
+	if d := now.Sub(x.sentAt); d > 0 {
+		if c := &qp.comp; c.srtt == 0 {
+			c.srtt = d
+		} else {
+			c.srtt += (d - c.srtt) / 8
+		}
 	}
 	x.sentAt = time.Time{}
 }

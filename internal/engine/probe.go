@@ -31,9 +31,10 @@ import (
 //     as its retransmission timer, armed when idle, fires during a later
 //     message (about fifteen times a second in ibv_rc_pingpong).
 const (
-	// probeRTTs is the probe time in round trips: a request, its
-	// answer, and slack for a peer that answers late.
-	probeRTTs = 4
+	// probeRTTs is the probe time in smoothed round trips: a request,
+	// its answer, and as much again for one that comes late (TCP's tail
+	// loss probe waits as long).
+	probeRTTs = 2
 	// minProbe bounds the probe time below.
 	minProbe = 200 * time.Microsecond
 	// lossMemory is how long a request out of sequence marks the path
@@ -42,13 +43,13 @@ const (
 )
 
 // probeTime is how long a flight may stall before a probe: probeRTTs of
-// the smallest round trip measured, at least minProbe and at most half the
-// local ACK timeout; 0, none, before a round trip is measured.
+// the smoothed round trip, at least minProbe and at most half the local
+// ACK timeout; 0, none, before a round trip is measured.
 func (qp *QP) probeTime() time.Duration {
-	if qp.comp.minRTT == 0 {
+	if qp.comp.srtt == 0 {
 		return 0
 	}
-	t := max(probeRTTs*qp.comp.minRTT, minProbe)
+	t := max(probeRTTs*qp.comp.srtt, minProbe)
 	if lim, _ := ib.LocalACKTimeout(qp.attr.Timeout); lim > 0 {
 		t = min(t, lim/2)
 	}

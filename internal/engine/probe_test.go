@@ -13,12 +13,12 @@ import (
 // its probe time is then half the 8.192 µs ACK timeout.
 func measured(t *testing.T, r *pktRig) {
 	r.qp.mu.Lock()
-	r.qp.comp.minRTT = time.Microsecond
+	r.qp.comp.srtt = time.Microsecond
 	r.qp.mu.Unlock()
 }
 
-// probeTime of the measured rig: probeRTTs round trips and minProbe are
-// more than half the ACK timeout.
+// probeTime of the measured rig: minProbe is more than half the ACK
+// timeout.
 const rigProbe = 4096 * time.Nanosecond
 
 // TestTailProbePackets checks the two shortcuts for a loss at the end of a
