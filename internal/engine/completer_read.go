@@ -98,9 +98,10 @@ func (qp *QP) placed(psn wire.PSN) bool {
 	return psn.Less(qp.comp.psn) || qp.comp.board.has(psn)
 }
 
-// wqeAt returns the started send WQE whose PSNs hold psn, or nil.
+// wqeAt returns the started send WQE whose PSNs hold psn, or nil: the
+// one being sent too, which the window may have stopped inside.
 func (qp *QP) wqeAt(psn wire.PSN) *sendWQE {
-	for i := qp.sq.Head(); i != qp.req.cur && i != qp.sq.Tail(); i++ {
+	for i := qp.sq.Head(); i != qp.sq.Tail(); i++ {
 		w := qp.sq.At(i)
 		if w.state == wqePosted || psn.Less(w.firstPSN) {
 			return nil
@@ -384,14 +385,19 @@ func (qp *QP) sampleRTT(x *sendWQE, psn wire.PSN, now time.Time) {
 	if psn != x.firstPSN || x.sentAt.IsZero() {
 		return
 	}
-	if d := now.Sub(x.sentAt); d > 0 {
-		if c := &qp.comp; c.srtt == 0 {
-			c.srtt = d
-		} else {
-			c.srtt += (d - c.srtt) / 8
-		}
-	}
+	qp.comp.smooth(now.Sub(x.sentAt))
 	x.sentAt = time.Time{}
+}
+
+// smooth takes a round-trip sample into srtt.
+func (c *completer) smooth(d time.Duration) {
+	switch {
+	case d <= 0:
+	case c.srtt == 0:
+		c.srtt = d
+	default:
+		c.srtt += (d - c.srtt) / 8
+	}
 }
 
 // sendAsks is the requester's part: it sends the asks the completer

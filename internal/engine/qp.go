@@ -265,7 +265,7 @@ func (qp *QP) turn() (more bool) {
 		case !stateAccepts(qp.State(), p):
 			qp.dev.counters.inc(DropQPState)
 		case p.Info().Is(wire.OpRequest):
-			qp.respond(p)
+			qp.respond(p, now)
 		default:
 			qp.complete(p, now)
 		}

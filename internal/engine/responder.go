@@ -34,6 +34,7 @@ type responder struct {
 	lost       bool       // and one of them was out of sequence
 	lostAt     time.Time  // when the last such turn was
 	stallAt    time.Time  // when the stall NAK is due (probe.go)
+	nakAt      time.Time  // when the sequence NAK out was sent, for its round trip
 }
 
 // writeState is the RDMA WRITE in progress, from its RETH.
@@ -114,20 +115,24 @@ var respErrors = [...]struct {
 	errRecvProt:       {wire.NAKRemoteOperation, ib.WCLocProtErr, ib.EventQPFatal},
 }
 
-// respond handles one request packet: its PSN decides between a new
-// request, a duplicate and a gap (doc/protocol.md §6.3).
-func (qp *QP) respond(p wire.Packet) {
+// respond handles one request packet, at now: its PSN decides between a
+// new request, a duplicate and a gap (doc/protocol.md §6.3).
+func (qp *QP) respond(p wire.Packet, now time.Time) {
 	psn := p.BTH().PSN()
 	qp.noteReceived()
 	qp.resp.rx = true
 	var o respOutcome
 	switch d := psn.Diff(qp.resp.psn); {
 	case d > 0:
-		o = qp.respAhead(p, psn, d)
+		o = qp.respAhead(p, psn, d, now)
 	case d < 0:
 		qp.dev.counters.inc(DuplicateRequest)
 		o = qp.duplicate(p, psn)
 	default:
+		if r := &qp.resp; r.sentNAK && !r.nakAt.IsZero() {
+			qp.comp.smooth(now.Sub(r.nakAt)) // the NAK's round trip
+			r.nakAt = time.Time{}
+		}
 		qp.respondInOrder(p, psn)
 		qp.replayStash()
 		return

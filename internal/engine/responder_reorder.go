@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/goverbs/goverbs/internal/wire"
+import (
+	"time"
+
+	"github.com/goverbs/goverbs/internal/wire"
+)
 
 // stashSlots is how far ahead of the expected PSN a SEND or WRITE packet
 // may arrive and be held for its turn instead of starting a go-back-N
@@ -57,7 +61,7 @@ func (s *stash) clear() {
 // yet, since the missing packets may only be late. Anything else sends
 // the one PSN sequence NAK of the gap (IBA 9.7.5.2), after which further
 // packets are dropped or held quietly until the expected one comes.
-func (qp *QP) respAhead(p wire.Packet, psn wire.PSN, d int32) respOutcome {
+func (qp *QP) respAhead(p wire.Packet, psn wire.PSN, d int32, now time.Time) respOutcome {
 	r := &qp.resp
 	qp.dev.counters.inc(OutOfSeqRequest)
 	r.lost = true
@@ -74,7 +78,7 @@ func (qp *QP) respAhead(p wire.Packet, psn wire.PSN, d int32) respOutcome {
 	case held && !p.BTH().AckRequest():
 		return respHeld
 	}
-	r.sentNAK = true
+	r.sentNAK, r.nakAt = true, now
 	qp.sendACK(wire.NAKSyndrome(wire.NAKPSNSequenceError), r.psn)
 	qp.dev.counters.inc(NAKSent)
 	return respSeqNAK
