@@ -256,8 +256,9 @@ func (qp *QP) notePassed(psn wire.PSN, now time.Time) {
 // counts towards dupThresh and starts the reorder window; after, only
 // what shows the answer's first response lost counts: the responses that
 // follow it in the answer (the first dupThresh asked for), or one of a
-// request sent after the ask, which the responder answers later. The
-// rest of the first stream, or of an earlier answer, says nothing of it.
+// request sent after the ask, which the responder answers later (and
+// failing both, askWait). The rest of the first stream, or of an earlier
+// answer, says nothing of it.
 func (qp *QP) evidence(w, x *sendWQE, psn wire.PSN, contiguous bool, now time.Time) {
 	switch w.ask {
 	case askNone:
@@ -269,9 +270,15 @@ func (qp *QP) evidence(w, x *sendWQE, psn wire.PSN, contiguous bool, now time.Ti
 			w.beyond++
 		}
 	case askSent:
-		if (x == w && w.askFrom.Less(psn) && psn.LessEq(w.askTo) && psn.Diff(w.askFrom) <= dupThresh) ||
-			(x != nil && x != w && int32(x.seq-w.askSeq) > 0) {
+		inAnswer := x == w && w.askFrom.Less(psn) && psn.LessEq(w.askTo) && psn.Diff(w.askFrom) <= dupThresh
+		if inAnswer || (x != nil && x != w && int32(x.seq-w.askSeq) > 0) {
 			w.beyond++
+		}
+		// An answer shorter than dupThresh shows its first response lost
+		// by the rest of it.
+		if inAnswer && w.beyond >= uint8(min(w.askTo.Diff(w.askFrom), dupThresh)) {
+			qp.askRead(w)
+			return
 		}
 	default:
 		return
@@ -307,22 +314,15 @@ func (qp *QP) gotTo(w *sendWQE, psn wire.PSN) {
 
 // askRead asks READ w again for what it misses first: from its first
 // missing response to the end of that gap — the READ's end if nothing
-// after it is in — and at least dupThresh further, so that a loss of the
-// answer's first response shows in the rest of it. A later gap is asked
-// for once this one is filled: asking from the first missing response
-// keeps the requests for one READ from going backwards, which a responder
-// like rxe requires (it takes no request for a part before the last one
-// asked), and one request per gap asks for little that arrived.
+// after it is in. A later gap is asked for once this one is filled: asking
+// from the first missing response keeps the requests for one READ from
+// going backwards, which a responder like rxe requires (it takes no
+// request for a part before the last one asked), and one request per gap
+// asks for nothing that arrived.
 func (qp *QP) askRead(w *sendWQE) {
 	to := w.got
 	for to.Less(w.lastPSN) && !qp.placed(to.Next()) {
 		to = to.Next()
-	}
-	if t := w.got.Add(dupThresh); to.Less(t) {
-		to = t
-	}
-	if w.lastPSN.Less(to) {
-		to = w.lastPSN
 	}
 	w.askFrom, w.askTo, w.ask, w.beyond = w.got, to, askPending, 0
 	qp.comp.asks++
@@ -344,18 +344,40 @@ func (qp *QP) checkGaps(now time.Time) {
 		return
 	}
 	c.lossAt = time.Time{}
-	win := qp.reorderWindow()
+	win, wait := qp.reorderWindow(), qp.askWait()
 	for i := qp.sq.Head(); i != qp.req.cur && i != qp.sq.Tail(); i++ {
 		w := qp.sq.At(i)
-		if w.opcode != ib.WRRDMARead || w.ask != askNone || w.passAt.IsZero() || w.lastPSN.Less(w.got) {
+		var at time.Time
+		switch {
+		case w.opcode != ib.WRRDMARead || w.lastPSN.Less(w.got):
+			continue
+		case w.ask == askNone && !w.passAt.IsZero():
+			at = w.passAt.Add(win)
+		case w.ask == askSent:
+			at = w.askAt.Add(wait)
+		default:
 			continue
 		}
-		if at := w.passAt.Add(win); now.Before(at) {
+		if now.Before(at) {
 			c.armLoss(at)
 		} else {
 			qp.askRead(w)
 		}
 	}
+}
+
+// askWait is how long an ask may go unanswered before it is asked again:
+// two smoothed round trips (a READ's round trip counts the responder's
+// queue: it answers in order), and at least the reorder window, within
+// half the local ACK timeout. It is the last of three ways to see an
+// answer lost, for when neither the answer's own stream nor the answers
+// to later requests show it.
+func (qp *QP) askWait() time.Duration {
+	w := max(2*qp.comp.srtt, qp.reorderWindow())
+	if lim, _ := ib.LocalACKTimeout(qp.attr.Timeout); lim > 0 {
+		w = min(w, lim/2)
+	}
+	return w
 }
 
 // reorderWindow is how long a response may be overtaken before it counts
@@ -427,6 +449,7 @@ func (qp *QP) sendAsks(now time.Time) {
 		qp.dev.counters.inc(RetransmittedPkts)
 		qp.dev.counters.inc(CompleterRetryErr)
 		qp.req.win.loss(w.askFrom, qp.req.maxPSN)
+		qp.comp.armLoss(now.Add(qp.askWait()))
 	}
 	qp.comp.startTimer(now, &qp.attr)
 }

@@ -82,12 +82,14 @@ func (b *bigReads) landed(reads ...[2]uint32) func(t *testing.T, r *pktRig) {
 
 // TestReadRecoveryPackets checks READ recovery response by response
 // (doc/protocol.md §8.3): responses are placed where they belong in or out
-// of order; a READ is asked again, from its first missing response, only
-// when the stream shows that response lost — dupThresh responses after
-// it, each right after one in, or one response past it and the reorder
-// window (a quarter of the rig's 8.192 µs ACK timeout, as no round trip
-// is measured in virtual time) — and again only when what the ask's own
-// answer brings shows that lost too; nothing else is sent again.
+// of order; a READ is asked again, from its first missing response to the
+// end of that gap, only when the stream shows that response lost —
+// dupThresh responses after it, each right after one in, or one response
+// past it and the reorder window (a quarter of the rig's 8.192 µs ACK
+// timeout, as no round trip is measured in virtual time) — and again only
+// when what the ask's own answer brings shows that lost too, or the
+// answers to later requests do, or askWait (here the reorder window) goes
+// by without the answer; nothing else is sent again.
 func TestReadRecoveryPackets(t *testing.T) {
 	const reorder = 2048 * time.Nanosecond
 	six, eight := [2]uint32{0, 1536}, [2]uint32{0, 2048}
@@ -98,6 +100,8 @@ func TestReadRecoveryPackets(t *testing.T) {
 	b5 := newBigReads()
 	b6 := newBigReads()
 	b7 := newBigReads()
+	b8 := newBigReads()
+	b9 := newBigReads()
 	short, long := [2]uint32{0, 16}, [2]uint32{256, 768}
 	a3, c3 := [2]uint32{0, 768}, [2]uint32{768, 768}
 	runRows(t, []row{{
@@ -109,7 +113,7 @@ func TestReadRecoveryPackets(t *testing.T) {
 			{in: b1.resp(0, 0, 1536, 2)}, // after the lost one: no evidence
 			{in: b1.resp(0, 0, 1536, 3)},
 			{in: b1.resp(0, 0, 1536, 4)},
-			{in: b1.resp(0, 0, 1536, 5), want: []out{ask(1, 256, 1024)}}, // up to dupThresh past the gap
+			{in: b1.resp(0, 0, 1536, 5), want: []out{ask(1, 256, 256)}},
 			{in: b1.resp(0, 0, 1536, 1)},
 		},
 		wcs:      []wantWC{{1, ib.WCSuccess, ib.WCRDMARead, 1536}},
@@ -123,37 +127,29 @@ func TestReadRecoveryPackets(t *testing.T) {
 			{in: b2.resp(0, 0, 768, 0)},
 			{in: b2.resp(0, 0, 768, 2)},
 			{sleep: reorder - time.Nanosecond},
-			{sleep: time.Nanosecond, want: []out{ask(1, 256, 512)}},
-			// The old stream's stragglers and the answer's copies keep
-			// the ACK timer off; two copies are not yet a lost answer.
-			{sleep: 6 * time.Microsecond},
-			{in: b2.resp(0, 0, 768, 2)},
-			{sleep: 6 * time.Microsecond},
-			{in: b2.resp(0, 0, 768, 2)},
-			{sleep: 6 * time.Microsecond},
+			{sleep: time.Nanosecond, want: []out{ask(1, 256, 256)}},
 			{in: b2.resp(0, 0, 768, 1)},
 		},
 		wcs:      []wantWC{{1, ib.WCSuccess, ib.WCRDMARead, 768}},
-		counters: map[Counter]uint64{CompleterRetryErr: 1, DropDuplicateResponse: 2, LocalACKTimeout: 0},
+		counters: map[Counter]uint64{CompleterRetryErr: 1, LocalACKTimeout: 0},
 		check:    b2.landed(a3),
 	}, {
-		name:  "the answer's own stream shows its first response lost: asked again",
+		name:  "a gap of several responses is asked for whole, and the answer's own stream shows its first response lost",
 		setup: b3.setup,
 		steps: []step{
-			{post: b3.read(six), want: []out{ask(0, 0, 1536)}},
-			{in: b3.resp(0, 0, 1536, 0)},
-			{in: b3.resp(0, 0, 1536, 2)},
-			{in: b3.resp(0, 0, 1536, 3)},
-			{in: b3.resp(0, 0, 1536, 4)},
-			{in: b3.resp(0, 0, 1536, 5), want: []out{ask(1, 256, 1024)}},
-			{in: b3.resp(0, 0, 1536, 2)}, // the answer, its first response lost
-			{in: b3.resp(0, 0, 1536, 3)},
-			{in: b3.resp(0, 0, 1536, 4), want: []out{ask(1, 256, 1024)}},
-			{in: b3.resp(0, 0, 1536, 1)},
+			{post: b3.read(eight), want: []out{ask(0, 0, 2048)}},
+			{in: b3.resp(0, 0, 2048, 0)},
+			{in: b3.resp(0, 0, 2048, 4)}, // 1-3 lost
+			{in: b3.resp(0, 0, 2048, 5)},
+			{in: b3.resp(0, 0, 2048, 6)},
+			{in: b3.resp(0, 0, 2048, 7), want: []out{ask(1, 256, 768)}},
+			{in: b3.resp(0, 0, 2048, 2)}, // the answer, its first response lost
+			{in: b3.resp(0, 0, 2048, 3), want: []out{ask(1, 256, 256)}},
+			{in: b3.resp(0, 0, 2048, 1)},
 		},
-		wcs:      []wantWC{{1, ib.WCSuccess, ib.WCRDMARead, 1536}},
-		counters: map[Counter]uint64{CompleterRetryErr: 2, DropDuplicateResponse: 3, LocalACKTimeout: 0},
-		check:    b3.landed(six),
+		wcs:      []wantWC{{1, ib.WCSuccess, ib.WCRDMARead, 2048}},
+		counters: map[Counter]uint64{CompleterRetryErr: 2, LocalACKTimeout: 0},
+		check:    b3.landed(eight),
 	}, {
 		name:  "the first stream's stragglers after the ask are no reason to ask again",
 		setup: b4.setup,
@@ -163,7 +159,7 @@ func TestReadRecoveryPackets(t *testing.T) {
 			{in: b4.resp(0, 0, 2048, 2)},
 			{in: b4.resp(0, 0, 2048, 3)},
 			{in: b4.resp(0, 0, 2048, 4)},
-			{in: b4.resp(0, 0, 2048, 5), want: []out{ask(1, 256, 1024)}},
+			{in: b4.resp(0, 0, 2048, 5), want: []out{ask(1, 256, 256)}},
 			{in: b4.resp(0, 0, 2048, 6)},
 			{in: b4.resp(0, 0, 2048, 7)},
 			{in: b4.resp(0, 0, 2048, 1)},
@@ -189,41 +185,81 @@ func TestReadRecoveryPackets(t *testing.T) {
 		counters: map[Counter]uint64{CompleterRetryErr: 1, RetransmittedPkts: 1, LocalACKTimeout: 0},
 		check:    b5.landed(short),
 	}, {
-		name:  "a later READ's responses are placed while an earlier one waits for its own, and keep the timer off",
+		name:  "a later READ's responses are placed while an earlier one waits for its own",
 		setup: b6.setup,
 		steps: []step{
 			{post: b6.read(short, long), want: []out{ask(0, 0, 16), ask(1, 256, 768)}},
 			{in: b6.resp(1, 256, 768, 0)},
-			{sleep: reorder, want: []out{ask(0, 0, 16)}},
-			{sleep: 4 * time.Microsecond},
 			{in: b6.resp(1, 256, 768, 1)},
-			{sleep: 6 * time.Microsecond},
+			{sleep: reorder, want: []out{ask(0, 0, 16)}},
 			{in: b6.resp(1, 256, 768, 2)},
-			{sleep: 6 * time.Microsecond},
 			{in: b6.resp(0, 0, 16, 0)},
 		},
 		wcs:      []wantWC{{1, ib.WCSuccess, ib.WCRDMARead, 16}, {2, ib.WCSuccess, ib.WCRDMARead, 768}},
 		counters: map[Counter]uint64{CompleterRetryErr: 1, RetransmittedPkts: 1, LocalACKTimeout: 0},
 		check:    b6.landed(short, long),
 	}, {
-		name:  "the timeout asks every READ again for what it misses, and only that",
+		name:  "the answers to a request sent after the ask show its answer lost",
 		setup: b7.setup,
 		steps: []step{
-			{post: b7.read(a3, c3), want: []out{ask(0, 0, 768), ask(3, 768, 768)}},
+			{post: b7.read(a3), want: []out{ask(0, 0, 768)}},
 			{in: b7.resp(0, 0, 768, 0)},
+			{in: b7.resp(0, 0, 768, 2)},
+			{sleep: reorder, want: []out{ask(1, 256, 256)}},
+			{post: func(r *pktRig) *SendWR {
+				wr := b7.read(c3)(r)
+				wr.WRID = 2
+				return wr
+			}, want: []out{ask(3, 768, 768)}},
 			{in: b7.resp(3, 768, 768, 0)},
 			{in: b7.resp(3, 768, 768, 1)},
-			{sleep: reorder, want: []out{ask(1, 256, 512)}},
-			// Nothing more comes: the ACK timeout (8.192 µs after the
-			// last response) goes back to the first READ's gap.
-			{sleep: 8192*time.Nanosecond - reorder, want: []out{ask(1, 256, 512), ask(5, 1280, 256)}},
+			{in: b7.resp(3, 768, 768, 2), want: []out{ask(1, 256, 256)}},
 			{in: b7.resp(0, 0, 768, 1)},
-			{in: b7.resp(0, 0, 768, 2)},
-			{in: b7.resp(3, 768, 768, 2)},
 		},
 		wcs:      []wantWC{{1, ib.WCSuccess, ib.WCRDMARead, 768}, {2, ib.WCSuccess, ib.WCRDMARead, 768}},
-		counters: map[Counter]uint64{CompleterRetryErr: 2, LocalACKTimeout: 1},
+		counters: map[Counter]uint64{CompleterRetryErr: 2, LocalACKTimeout: 0},
 		check:    b7.landed(a3, c3),
+	}, {
+		name:  "an answer that nothing shows lost is asked for again after askWait, before the ACK timeout",
+		setup: b8.setup,
+		steps: []step{
+			{post: b8.read(short, long), want: []out{ask(0, 0, 16), ask(1, 256, 768)}},
+			{in: b8.resp(1, 256, 768, 0)},
+			{in: b8.resp(1, 256, 768, 1)},
+			{in: b8.resp(1, 256, 768, 2)},
+			{sleep: reorder, want: []out{ask(0, 0, 16)}},
+			{sleep: reorder, want: []out{ask(0, 0, 16)}},
+			{in: b8.resp(0, 0, 16, 0)},
+		},
+		wcs:      []wantWC{{1, ib.WCSuccess, ib.WCRDMARead, 16}, {2, ib.WCSuccess, ib.WCRDMARead, 768}},
+		counters: map[Counter]uint64{CompleterRetryErr: 2, LocalACKTimeout: 0},
+		check:    b8.landed(short, long),
+	}, {
+		name: "the timeout asks every READ again for what it misses, and only that",
+		setup: func(t *testing.T, r *pktRig) {
+			b9.setup(t, r)
+			r.qp.mu.Lock()
+			r.qp.comp.srtt = 8192 * time.Nanosecond // askWait: half the ACK timeout, 4.096 µs
+			r.qp.mu.Unlock()
+		},
+		steps: []step{
+			{post: b9.read(a3, c3), want: []out{ask(0, 0, 768), ask(3, 768, 768)}},
+			{in: b9.resp(0, 0, 768, 0)},
+			{in: b9.resp(3, 768, 768, 0)},
+			{in: b9.resp(3, 768, 768, 1)},
+			{sleep: reorder, want: []out{ask(1, 256, 512)}},
+			// Nothing more comes: askWait asks again, then the ACK
+			// timeout (8.192 µs after the last response) goes back to
+			// the first READ's gap, and asks the second READ for its
+			// last response.
+			{sleep: 8192*time.Nanosecond - reorder, want: []out{ask(1, 256, 512), ask(1, 256, 512), ask(5, 1280, 256)}},
+			{in: b9.resp(0, 0, 768, 1)},
+			{in: b9.resp(0, 0, 768, 2)},
+			{in: b9.resp(3, 768, 768, 2)},
+		},
+		wcs:      []wantWC{{1, ib.WCSuccess, ib.WCRDMARead, 768}, {2, ib.WCSuccess, ib.WCRDMARead, 768}},
+		counters: map[Counter]uint64{CompleterRetryErr: 3, LocalACKTimeout: 1},
+		check:    b9.landed(a3, c3),
 	}})
 }
 
