@@ -26,9 +26,9 @@
 # alone, both sides' retransmission counters, and for READs the READ
 # requests the requester sent. CAPTURE=1 captures each case's RoCEv2 packets on the
 # host's tap into the work directory ($tag.pcap, for lab decode).
-# ONLY='ib_read_bw -s 8388608 -n 20' runs just that case, in the
-# directions of DIRS (default both); COUNTERS=1 shows both sides'
-# counters on every row, as NETEM does.
+# ONLY='ib_read_bw -s 8388608 -n 20' runs just that case; DIRS picks the
+# directions of ONLY and LOSS runs (default both); COUNTERS=1 shows both
+# sides' counters on every row, as NETEM does.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -366,7 +366,7 @@ if [[ -n ${ONLY:-} ]]; then
 fi
 
 if [[ -n ${LOSS:-} ]]; then
-	for dir in c-server go-server; do
+	for dir in ${DIRS:-c-server go-server}; do
 		loss_case ibv_rc_pingpong "$dir" -n 500
 		for t in ib_write_bw ib_read_bw ib_send_bw; do
 			loss_case "$t" "$dir" -s 65536 -n 500
