@@ -67,6 +67,13 @@ type pacer struct {
 	running bool      // streams have been sending since the epoch began
 	clean   bool      // the epoch began at a loss signal, not from idle
 	lastAt  time.Time // when the epoch's last response was sent
+	// known is set once the rate reflects the peer (pace_start.go): a
+	// loss, or a long READ's start.
+	known bool
+	// What the next confirmation weighs: bytes sent since the last one
+	// (or a loss), from when the first of them was.
+	cStart time.Time
+	cBytes int64
 }
 
 // begin starts an epoch at the response psn, unless the streams are
@@ -74,6 +81,9 @@ type pacer struct {
 func (p *pacer) begin(now time.Time, psn wire.PSN) {
 	if !p.running {
 		p.epoch, p.from, p.sent, p.running, p.clean = now, psn, 0, true, false
+	}
+	if p.cStart.IsZero() {
+		p.cStart = now
 	}
 	p.lastAt = now
 }
@@ -114,7 +124,8 @@ func (p *pacer) ready(now time.Time) bool {
 		p.tokens = min(p.tokens+credit, limit)
 		p.rate += p.incr * int64(dt) / int64(time.Second)
 		if p.rate >= paceMaxRate {
-			*p = pacer{epoch: p.epoch, from: p.from, sent: p.sent, running: p.running, clean: p.clean, lastAt: p.lastAt}
+			*p = pacer{epoch: p.epoch, from: p.from, sent: p.sent, running: p.running, clean: p.clean, lastAt: p.lastAt,
+				known: true, cStart: p.cStart, cBytes: p.cBytes}
 		}
 	}
 	if p.tokens > 0 {
@@ -127,6 +138,7 @@ func (p *pacer) ready(now time.Time) bool {
 // spend takes n bytes sent.
 func (p *pacer) spend(n int) {
 	p.sent += int64(n)
+	p.cBytes += int64(n)
 	if p.rate > 0 {
 		p.tokens -= int64(n)
 	}
@@ -187,6 +199,7 @@ func (p *pacer) loss(now time.Time, psn wire.PSN, mtu uint32) {
 		}
 	}
 	p.epoch, p.from, p.sent, p.running, p.clean = now, psn, 0, true, true
+	p.cStart, p.cBytes = time.Time{}, 0
 }
 
 // backOff sets the rate after a loss that showed the requester falling
@@ -199,5 +212,5 @@ func (p *pacer) backOff(delivered, sendRate int64) {
 		least = cur / 4
 	}
 	r := max(min(max(delivered, least), cur), paceMinRate)
-	*p = pacer{rate: r, incr: r / paceGrowth, lastAt: p.lastAt}
+	*p = pacer{rate: r, incr: r / paceGrowth, lastAt: p.lastAt, known: true}
 }

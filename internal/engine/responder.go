@@ -29,6 +29,7 @@ type responder struct {
 	readQ      readQueue  // READs accepted behind read
 	sent       readSent   // READ responses sent, for pace and the retransmission count
 	pace       pacer      // paces the READ responses
+	fresh      bool       // read is a new READ that came with no stream under way
 	stash      stash      // SEND and WRITE packets that came ahead of psn
 	rx         bool       // requests arrived in this turn (armStall)
 	lost       bool       // and one of them was out of sequence

@@ -106,7 +106,7 @@ func (qp *QP) startRead(s readStream) {
 		return
 	}
 	qp.sendPendingACK()
-	qp.resp.read = s
+	qp.resp.read, qp.resp.fresh = s, true
 }
 
 // readWaits reports whether the request p must wait for the READ streams
@@ -131,6 +131,12 @@ func (qp *QP) streamRead(now time.Time, budget int) int {
 	if sent.loss {
 		sent.loss = false
 		pace.loss(now, sent.lossPSN, qp.mtu)
+	}
+	if qp.resp.fresh {
+		// A new READ with every stream before it sent (pace_start.go).
+		qp.resp.fresh = false
+		pace.confirm(now)
+		pace.startLong(r.length, qp.env.Dst.IsLoopback())
 	}
 	n := 0
 	for ; r.active && n < budget && pace.ready(now) && qp.ccAllows(now); n++ {
