@@ -67,9 +67,9 @@ type pacer struct {
 	running bool      // streams have been sending since the epoch began
 	clean   bool      // the epoch began at a loss signal, not from idle
 	lastAt  time.Time // when the epoch's last response was sent
-	// known is set once the rate reflects the peer (pace_start.go): a
-	// loss, or a long READ's start.
-	known bool
+	// good is the last rate a confirmation showed kept up with
+	// (pace_start.go).
+	good int64
 	// What the next confirmation weighs: bytes sent since the last one
 	// (or a loss), from when the first of them was.
 	cStart time.Time
@@ -125,7 +125,7 @@ func (p *pacer) ready(now time.Time) bool {
 		p.rate += p.incr * int64(dt) / int64(time.Second)
 		if p.rate >= paceMaxRate {
 			*p = pacer{epoch: p.epoch, from: p.from, sent: p.sent, running: p.running, clean: p.clean, lastAt: p.lastAt,
-				known: true, cStart: p.cStart, cBytes: p.cBytes}
+				good: p.good, cStart: p.cStart, cBytes: p.cBytes}
 		}
 	}
 	if p.tokens > 0 {
@@ -212,5 +212,5 @@ func (p *pacer) backOff(delivered, sendRate int64) {
 		least = cur / 4
 	}
 	r := max(min(max(delivered, least), cur), paceMinRate)
-	*p = pacer{rate: r, incr: r / paceGrowth, lastAt: p.lastAt, known: true}
+	*p = pacer{rate: r, incr: r / paceGrowth, lastAt: p.lastAt}
 }

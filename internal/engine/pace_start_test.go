@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// A READ longer than paceBigRead starts paced at paceStartRate when the
-// rate is not known and the peer is not on loopback; nothing else does.
+// A READ longer than paceBigRead that finds the stream unpaced starts
+// paced, off loopback: at the last rate confirmed, or paceStartRate.
 func TestPacerStartLong(t *testing.T) {
 	for _, c := range []struct {
 		name     string
@@ -15,11 +15,11 @@ func TestPacerStartLong(t *testing.T) {
 		loopback bool
 		want     int64
 	}{
-		{"long, unknown peer", pacer{}, 8 << 20, false, paceStartRate},
+		{"long, no rate confirmed", pacer{}, 8 << 20, false, paceStartRate},
 		{"long, on loopback", pacer{}, 8 << 20, true, 0},
 		{"short", pacer{}, paceBigRead, false, 0},
-		{"rate known, unpaced", pacer{known: true}, 8 << 20, false, 0},
-		{"rate known, paced", pacer{rate: 5 << 20, known: true}, 8 << 20, false, 5 << 20},
+		{"long, a rate confirmed", pacer{good: 40 << 20}, 8 << 20, false, 40 << 20},
+		{"long, paced already", pacer{rate: 5 << 20, good: 40 << 20}, 8 << 20, false, 5 << 20},
 	} {
 		p := c.p
 		p.startLong(c.length, c.loopback)
@@ -30,9 +30,10 @@ func TestPacerStartLong(t *testing.T) {
 }
 
 // The next READ asked with every stream sent confirms the streams: kept
-// up with, the rate rises by a tenth; slower, with the request soon after
-// the last response, it goes to the delivery rate; a request long after
-// (the requester waited), or too little sent, says nothing.
+// up with (98 %), the rate rises by 5 % and is remembered; slower, with
+// the request soon after the last response, it goes to the delivery rate;
+// a request long after (the requester waited) says nothing, and too little
+// sent is left for the next.
 func TestPacerConfirm(t *testing.T) {
 	const rate = 20 << 20
 	sendAt := func(p *pacer, bytes int64) time.Time {
@@ -42,35 +43,38 @@ func TestPacerConfirm(t *testing.T) {
 		p.begin(end, 0)
 		return end
 	}
-	p := pacer{rate: rate, known: true}
+	p := pacer{rate: rate}
 	end := sendAt(&p, 8<<20)
-	p.confirm(end.Add(2 * time.Millisecond))
-	if want := int64(rate + rate/10); p.rate != want || p.incr != want/paceGrowth {
-		t.Errorf("kept up: rate %d incr %d, want %d and rate/%d", p.rate, p.incr, want, paceGrowth)
+	p.confirm(end.Add(time.Millisecond))
+	if want := int64(rate + rate/20); p.rate != want || p.incr != want/paceGrowth || p.good != rate {
+		t.Errorf("kept up: rate %d incr %d good %d, want %d, rate/%d and %d", p.rate, p.incr, p.good, want, paceGrowth, rate)
 	}
-	p = pacer{rate: rate, known: true}
+	p = pacer{rate: rate}
+	end = sendAt(&p, 8<<20)
+	p.confirm(end.Add(end.Sub(t0) / 20)) // 95 %: a queue grew
+	if want := int64(float64(8<<20) / (end.Sub(t0) * 21 / 20).Seconds()); p.rate != want {
+		t.Errorf("95 %%: rate %d, want the delivery rate %d", p.rate, want)
+	}
+	p = pacer{rate: rate}
 	end = sendAt(&p, 8<<20)
 	sending := end.Sub(t0)
 	p.confirm(end.Add(sending / 4)) // a queue that took a quarter as long to drain
 	if want := int64(float64(8<<20) / (sending + sending/4).Seconds()); p.rate != want {
 		t.Errorf("fell behind: rate %d, want the delivery rate %d", p.rate, want)
 	}
-	p = pacer{rate: rate, known: true}
+	p = pacer{rate: rate}
 	end = sendAt(&p, 8<<20)
 	p.confirm(end.Add(sending))
 	if p.rate != rate {
 		t.Errorf("asked long after: rate %d, want %d kept", p.rate, rate)
 	}
-	p = pacer{rate: rate, known: true}
+	p = pacer{rate: rate}
 	end = sendAt(&p, paceMinBytes/2)
 	p.confirm(end.Add(time.Second))
-	if p.rate != rate {
-		t.Errorf("too little sent: rate %d, want %d kept", p.rate, rate)
+	if p.rate != rate || p.cBytes != paceMinBytes/2 {
+		t.Errorf("too little sent: rate %d, %d bytes kept; want %d and %d", p.rate, p.cBytes, rate, paceMinBytes/2)
 	}
-	if p.cBytes != 0 || !p.cStart.IsZero() {
-		t.Errorf("a confirmation leaves %d bytes from %v, want none", p.cBytes, p.cStart)
-	}
-	p = pacer{rate: paceMaxRate - 1, known: true}
+	p = pacer{rate: paceMaxRate - 1}
 	end = sendAt(&p, 1<<30)
 	p.confirm(end)
 	if p.rate != 0 {
