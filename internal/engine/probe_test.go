@@ -197,3 +197,36 @@ func TestNAKRoundTrip(t *testing.T) {
 		},
 	}})
 }
+
+// READ requests a network moved ahead of others are held for their turn,
+// without a NAK, and answered in PSN order; if the gap stays, the stall
+// NAK asks for it.
+func TestReadRequestAheadHeld(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789abcdef"), 2)
+	only := func(psn wire.PSN, msn uint32, b []byte) out {
+		return out{op: wire.RCReadResponseOnly, psn: psn, syn: wire.ACKSyndrome(wire.CreditsUnlimited), msn: msn, payload: b}
+	}
+	runRows(t, []row{{
+		name:  "held, then answered in order",
+		setup: func(t *testing.T, r *pktRig) { copy(r.region, data) },
+		steps: []step{
+			{in: &pkt{op: wire.RCReadRequest, psn: 1, ack: true, fill: rethAt(regionKey, 16, 16)}},
+			{in: &pkt{op: wire.RCReadRequest, psn: 0, ack: true, fill: rethAt(regionKey, 0, 16)},
+				want: []out{only(0, 1, data[:16]), only(1, 2, data[16:])}},
+		},
+		counters: map[Counter]uint64{NAKSent: 0, OutOfSeqRequest: 1},
+	}, {
+		name: "held, and the gap stays: the stall NAK",
+		setup: func(t *testing.T, r *pktRig) {
+			copy(r.region, data)
+			measured(t, r)
+		},
+		steps: []step{
+			{in: &pkt{op: wire.RCReadRequest, psn: 1, ack: true, fill: rethAt(regionKey, 16, 16)}},
+			{sleep: rigProbe, want: []out{nak(wire.NAKPSNSequenceError, 0, 0)}},
+			{in: &pkt{op: wire.RCReadRequest, psn: 0, ack: true, fill: rethAt(regionKey, 0, 16)},
+				want: []out{only(0, 1, data[:16]), only(1, 2, data[16:])}},
+		},
+		counters: map[Counter]uint64{NAKSent: 1, OutOfSeqRequest: 1},
+	}})
+}

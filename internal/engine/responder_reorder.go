@@ -56,17 +56,23 @@ func (s *stash) clear() {
 }
 
 // respAhead handles a request past the expected PSN: a packet went
-// missing, or was overtaken. A SEND or WRITE packet within stashSlots is
-// held for its turn; unless it asks for an ACK, the requester is not told
-// yet, since the missing packets may only be late. Anything else sends
-// the one PSN sequence NAK of the gap (IBA 9.7.5.2), after which further
-// packets are dropped or held quietly until the expected one comes.
+// missing, or was overtaken. A request within stashSlots is held for its
+// turn; unless it is a SEND or WRITE packet that asks for an ACK, the
+// requester is not told yet, since the missing packets may only be late:
+// the stall NAK (probe.go) tells it if they do not come. A READ or atomic
+// asks for an ACK too, but its answer is the response it waits for, which
+// comes in its turn; a network that reorders moves READ requests ahead
+// (memconn, netem), and a NAK for each made the requester ask every READ
+// after the gap again. Anything else sends the one PSN sequence NAK of
+// the gap (IBA 9.7.5.2), after which further packets are dropped or held
+// quietly until the expected one comes.
 func (qp *QP) respAhead(p wire.Packet, psn wire.PSN, d int32, now time.Time) respOutcome {
 	r := &qp.resp
 	qp.dev.counters.inc(OutOfSeqRequest)
 	r.lost = true
 	info := p.Info()
-	held := d <= stashSlots && (info.Is(wire.OpSend) || info.Is(wire.OpWrite))
+	readAtomic := info.Is(wire.OpRead) || info.Is(wire.OpAtomic)
+	held := d <= stashSlots && (info.Is(wire.OpSend) || info.Is(wire.OpWrite) || readAtomic)
 	if held {
 		r.stash.put(psn, p)
 	}
@@ -75,7 +81,7 @@ func (qp *QP) respAhead(p wire.Packet, psn wire.PSN, d int32, now time.Time) res
 		return respHeld
 	case r.sentNAK:
 		return respSeqDrop
-	case held && !p.BTH().AckRequest():
+	case held && (readAtomic || !p.BTH().AckRequest()):
 		return respHeld
 	}
 	r.sentNAK, r.nakAt = true, now
