@@ -294,3 +294,28 @@ func TestReadRecoveryAtomicAhead(t *testing.T) {
 		},
 	}})
 }
+
+// A sequence NAK past a READ still waiting for its response goes back to
+// the NAK's PSN only: the responder has every request before it, the READ
+// included, whose response comes, or is asked for, on its own.
+func TestSeqNAKPastRead(t *testing.T) {
+	b := newBigReads()
+	runRows(t, []row{{
+		name:  "sequence NAK past a READ",
+		setup: b.setup,
+		steps: []step{
+			{post: func(r *pktRig) *SendWR {
+				wr := b.read([2]uint32{0, 16})(r)
+				wr.Next = sends(2)(r)
+				wr.Next.WRID, wr.Next.Next.WRID = 2, 3
+				return wr
+			}, want: []out{ask(0, 0, 16), sendOnly(1, 0), sendOnly(2, 1)}},
+			{in: inNAK(wire.NAKPSNSequenceError, 2), want: []out{sendOnly(2, 1)}},
+			{in: b.resp(0, 0, 16, 0)},
+			{in: inACK(2)},
+		},
+		wcs: []wantWC{{1, ib.WCSuccess, ib.WCRDMARead, 16}, {2, ib.WCSuccess, ib.WCSend, 8}, {3, ib.WCSuccess, ib.WCSend, 8}},
+		counters: map[Counter]uint64{NAKRcvd: 1, RcvdSeqErr: 1, CompleterRetryErr: 1, RetransmittedPkts: 1},
+		check:    b.landed([2]uint32{0, 16}),
+	}})
+}

@@ -113,17 +113,33 @@ func (qp *QP) rdAtomicInFlight() uint32 { return qp.req.rdAtomicStarted - qp.com
 // after its acknowledged packets with its original PSNs and opcodes, every
 // later started WQE is sent again from its start.
 func (qp *QP) rewind() {
-	qp.req.psn = qp.comp.psn
-	qp.req.cur = qp.sq.Head()
+	from := qp.comp.psn
+	if r := qp.comp.resendFrom; from.Less(r) && r.Less(qp.req.maxPSN) {
+		from = r // the requests before it arrived (seqNAKPastRead)
+	}
+	qp.comp.resendFrom = qp.comp.psn // used once: a timeout goes back to psn
+	qp.req.psn = from
+	qp.req.cur = qp.sq.Tail()
 	for i := qp.sq.Head(); i != qp.sq.Tail(); i++ {
 		w := qp.sq.At(i)
 		if w.state == wqePosted || w.state == wqeFailed {
+			if qp.req.cur == qp.sq.Tail() {
+				qp.req.cur = i
+			}
 			break
 		}
-		w.sent, w.ask, w.beyond, w.sentAt = 0, askNone, 0, time.Time{}
-		if i == qp.sq.Head() && !w.isReadAtomic() {
-			w.sent = uint32(qp.comp.psn.Diff(w.firstPSN)) * qp.mtu
+		if w.lastPSN.Less(from) {
+			continue
 		}
+		if qp.req.cur == qp.sq.Tail() {
+			qp.req.cur = i
+			if !w.isReadAtomic() {
+				w.sent = uint32(from.Diff(w.firstPSN)) * qp.mtu
+			}
+		} else {
+			w.sent = 0
+		}
+		w.ask, w.beyond, w.sentAt = askNone, 0, time.Time{}
 		w.state = wqeSending
 	}
 }
