@@ -353,7 +353,7 @@ func (qp *QP) checkGaps(now time.Time) {
 			continue
 		case w.ask == askNone && !w.passAt.IsZero():
 			at = w.passAt.Add(win)
-		case w.ask == askSent:
+		case w.ask == askSent && w.askTo.Diff(w.askFrom) < dupThresh:
 			at = w.askAt.Add(wait)
 		default:
 			continue
@@ -366,12 +366,15 @@ func (qp *QP) checkGaps(now time.Time) {
 	}
 }
 
-// askWait is how long an ask may go unanswered before it is asked again:
-// two smoothed round trips (a READ's round trip counts the responder's
-// queue: it answers in order), and at least the reorder window, within
-// half the local ACK timeout. It is the last of three ways to see an
-// answer lost, for when neither the answer's own stream nor the answers
-// to later requests show it.
+// askWait is how long a short ask — fewer than dupThresh+1 responses, too
+// few for the rest of its answer to show the first lost — may go
+// unanswered before it is asked again: two smoothed round trips (a READ's
+// round trip counts the responder's queue: it answers in order), and at
+// least the reorder window, within half the local ACK timeout. It is the
+// last of three ways to see an answer lost, for when neither the answer's
+// own stream nor the answers to later requests show it. A longer answer
+// shows its own loss, and a slow one (a responder behind a paced stream)
+// asked for again would be a loss signal to its pacer, and slow it more.
 func (qp *QP) askWait() time.Duration {
 	w := max(2*qp.comp.srtt, qp.reorderWindow())
 	if lim, _ := ib.LocalACKTimeout(qp.attr.Timeout); lim > 0 {

@@ -34,13 +34,18 @@ const (
 	// as time without streams to send shows nothing about the receiver,
 	// and for a waiting stream's catch-up after a late wake-up.
 	paceMaxStep = 20 * time.Millisecond
-	// paceMinSample is the shortest epoch whose delivery rate is trusted,
-	// and paceMinBytes the least it must have sent: a requester asks
-	// ahead of what it holds in order by up to its window, so a short
-	// epoch's sends count that too, and a few packets asked again weigh
-	// as much as all the rest.
+	// paceMinSample is the shortest epoch whose delivery rate is trusted.
 	paceMinSample = time.Millisecond
-	paceMinBytes  = 256 << 10
+	// paceMinBytes is the least a confirmation weighs (pace_start.go).
+	paceMinBytes = 256 << 10
+	// paceLossRun is the fewest responses a READ asked again must ask
+	// for to signal a loss to the pacer. A receiver that falls behind
+	// drops runs of responses, a queue's tail, and a go-back-N requester
+	// (rxe) asks for the rest of the READ; a loss on the path takes one
+	// or two, which goverbs asks for alone (doc/protocol.md §8.3), and
+	// backing off for each brought 64 KiB READs between goverbs devices
+	// over a link losing 3 % to the 1 MiB/s floor.
+	paceLossRun = 4
 	// paceGrowth is the additive increase: the rate set by a loss, divided
 	// by it, is added per second of sending (1/8: doubled in eight seconds
 	// without loss).
@@ -65,7 +70,6 @@ type pacer struct {
 	from    wire.PSN  // of the epoch's first response
 	sent    int64     // bytes sent in the epoch
 	running bool      // streams have been sending since the epoch began
-	clean   bool      // the epoch began at a loss signal, not from idle
 	lastAt  time.Time // when the epoch's last response was sent
 	// good is the last rate a confirmation showed kept up with
 	// (pace_start.go).
@@ -80,7 +84,7 @@ type pacer struct {
 // running, and notes that a response is sent now.
 func (p *pacer) begin(now time.Time, psn wire.PSN) {
 	if !p.running {
-		p.epoch, p.from, p.sent, p.running, p.clean = now, psn, 0, true, false
+		p.epoch, p.from, p.sent, p.running = now, psn, 0, true
 	}
 	if p.cStart.IsZero() {
 		p.cStart = now
@@ -124,7 +128,7 @@ func (p *pacer) ready(now time.Time) bool {
 		p.tokens = min(p.tokens+credit, limit)
 		p.rate += p.incr * int64(dt) / int64(time.Second)
 		if p.rate >= paceMaxRate {
-			*p = pacer{epoch: p.epoch, from: p.from, sent: p.sent, running: p.running, clean: p.clean, lastAt: p.lastAt,
+			*p = pacer{epoch: p.epoch, from: p.from, sent: p.sent, running: p.running, lastAt: p.lastAt,
 				good: p.good, cStart: p.cStart, cBytes: p.cBytes}
 		}
 	}
@@ -154,51 +158,47 @@ func (p *pacer) next() time.Time {
 	return p.last.Add(time.Duration(owed * int64(time.Second) / p.rate))
 }
 
-// loss weighs a READ asked again from psn (a loss signal): the requester
-// took the epoch's responses before psn in order, then lost one. It backs
-// the rate off only when the requester fell behind: when what it took in
-// order is less than three quarters of what the epoch sent. A loss on the
-// path, or a response overtaken, leaves most of the stream delivered, and
-// backing off for each one would bring a stream over a lossy link down to
-// the floor (it did, at 3 % loss: 64 KiB READs between goverbs devices at
-// 1 MB/s). The delivery rate is measured over the time the epoch spent
-// sending, up to its last response: a READ asked again only after the
-// requester's ACK timeout (its last responses were lost) comes long
-// after, and counting that wait made a loopback stream that lost its tail
-// once crawl at a tenth of its speed. Backing off, the rate goes to that
-// delivery rate, kept between the current rate and a fraction of it: half,
-// or a quarter at the first loss, whose current rate is only the epoch's
-// send rate — the estimate is on the low side, as the responses the
-// requester took and dropped after the lost one do not count, and the
-// bound keeps a run of losses from collapsing the rate at once.
-//
-// Some signals cannot be judged, and only start a new epoch at psn: one
-// at or before the epoch's first response, or with nothing sent since it
-// began;
-// and the first of a stream that started from idle, if it comes while the
-// stream still sends, as what was sent by then includes a round trip's
-// worth past psn that the requester could not have reported yet. An
-// epoch that began at a loss signal has no such skew: the next signal is a
-// round trip after its loss too. A signal within paceMinSample of the
-// epoch's start, or before it sent paceMinBytes, is left for a later one.
+// loss weighs a READ asked again from psn for more than a few responses
+// (repeatRead: a lone loss on the path says nothing of the requester). It
+// backs the rate off only if the requester fell behind: if what it took
+// in order since the last signal — the responses before psn — is less
+// than three quarters of what the epoch sent. A requester that goes back
+// for a lost request asks again for READs it is still receiving, and
+// backing off for those brought 64 KiB READs between goverbs devices over
+// a lossy link to the floor. The new rate is that delivery rate, kept
+// between the current rate and a fraction of it: half, or a quarter at
+// the first loss, whose current rate is only the epoch's send rate. The
+// rates are over the time the epoch spent sending, up to its last
+// response: a READ asked again only after the requester's ACK timeout
+// (its last responses were lost) comes long after, and counting that wait
+// made a loopback stream that lost its tail once crawl at a tenth of its
+// speed for seconds. A burst the epoch sent in less than paceMinSample is
+// measured up to now: the requester's pace is what took the time (a
+// responder on a fast link sends 4 MiB in a millisecond). An epoch shorter
+// than paceMinSample, or that sent less than paceMinBytes, is left to
+// grow. A new epoch starts at psn.
 func (p *pacer) loss(now time.Time, psn wire.PSN, mtu uint32) {
 	end := now
 	if p.lastAt.After(p.epoch) {
 		end = p.lastAt
 	}
-	el := end.Sub(p.epoch).Seconds()
-	d := psn.Diff(p.from)
-	streaming := now.Sub(p.lastAt) < paceMinSample
-	switch {
-	case p.epoch.IsZero() || d <= 0 || p.sent == 0 || (streaming && !p.clean):
-	case el < paceMinSample.Seconds() || p.sent < paceMinBytes:
+	if end.Sub(p.epoch) < paceMinSample {
+		end = now
+	}
+	el := end.Sub(p.epoch)
+	if !p.epoch.IsZero() && (el < paceMinSample || p.sent < paceMinBytes) {
 		return
-	default:
-		if delivered := min(int64(d)*int64(mtu), p.sent); delivered*4 < p.sent*3 {
-			p.backOff(int64(float64(delivered)/el), int64(float64(p.sent)/el))
+	}
+	if !p.epoch.IsZero() {
+		var delivered int64
+		if d := psn.Diff(p.from); d > 0 {
+			delivered = min(int64(d)*int64(mtu), p.sent)
+		}
+		if delivered*4 < p.sent*3 {
+			p.backOff(int64(float64(delivered)/el.Seconds()), int64(float64(p.sent)/el.Seconds()))
 		}
 	}
-	p.epoch, p.from, p.sent, p.running, p.clean = now, psn, 0, true, true
+	p.epoch, p.from, p.sent, p.running = now, psn, 0, true
 	p.cStart, p.cBytes = time.Time{}, 0
 }
 
@@ -212,5 +212,5 @@ func (p *pacer) backOff(delivered, sendRate int64) {
 		least = cur / 4
 	}
 	r := max(min(max(delivered, least), cur), paceMinRate)
-	*p = pacer{rate: r, incr: r / paceGrowth, lastAt: p.lastAt}
+	*p = pacer{rate: r, incr: r / paceGrowth, lastAt: p.lastAt, good: p.good}
 }

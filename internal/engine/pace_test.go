@@ -71,32 +71,31 @@ func TestPacerLossAfterTimeout(t *testing.T) {
 	}
 }
 
-// Losses that cannot be judged leave the rate: one before the epoch's
-// first response, one with nothing sent since the last, the first of a
-// stream from idle while it still sends (what it sent includes a round
-// trip's worth the requester could not report yet), and one too soon
-// after the last. Judged ones that show the requester behind halve the
-// rate at most, down to the floor, so a stream never stalls.
+// A loss with too little sent, or too soon, leaves the rate and the epoch;
+// one that shows the requester behind halves it at most — one before the
+// epoch's first response counts as nothing delivered — down to the floor,
+// so a stream never stalls. One that shows most of the epoch delivered in
+// order (a requester that went back for a lost request) leaves it.
 func TestPacerLossHalvesToFloor(t *testing.T) {
 	p := pacer{rate: 64 << 20}
 	p.begin(t0, 100)
+	p.loss(t0.Add(time.Second), 50, 1024) // nothing sent
 	p.spend(1 << 20)
-	p.loss(t0.Add(time.Second), 50, 1024) // before the epoch
-	p.loss(t0.Add(2*time.Second), 60, 1024)
+	p.loss(t0.Add(time.Second), 50, 1024)
+	if p.rate != 32<<20 {
+		t.Errorf("rate %d after a loss before the epoch, want half of 64 MiB/s", p.rate)
+	}
 	p.spend(1 << 20)
-	p.loss(t0.Add(2*time.Second+paceMinSample/2), 70, 1024) // too soon
-	if p.rate != 64<<20 {
-		t.Errorf("rate %d after losses that cannot be judged, want 64 MiB/s kept", p.rate)
+	p.loss(t0.Add(time.Second+paceMinSample/2), p.from.Add(10), 1024) // too soon
+	if p.rate != 32<<20 {
+		t.Errorf("rate %d after a loss too soon to judge, want 32 MiB/s kept", p.rate)
 	}
-	q := pacer{}
-	q.begin(t0, 0)
-	q.spend(1 << 20)
-	q.begin(t0.Add(10*time.Millisecond), 0)
-	q.loss(t0.Add(10*time.Millisecond), 5, 1024)
-	if q.rate != 0 || !q.clean {
-		t.Errorf("rate %d (clean epoch %v) after the first loss while a stream from idle sends, want unpaced and a clean epoch", q.rate, q.clean)
+	now := t0.Add(2 * time.Second)
+	p.spend(1 << 20)
+	p.loss(now, p.from.Add(1600), 1024) // 1600 KiB of 2 MiB in order
+	if p.rate != 32<<20 {
+		t.Errorf("rate %d after a loss with most delivered, want 32 MiB/s kept", p.rate)
 	}
-	now := t0.Add(3 * time.Second)
 	for range 20 {
 		p.spend(1 << 20)
 		now = now.Add(10 * time.Millisecond)
@@ -104,29 +103,6 @@ func TestPacerLossHalvesToFloor(t *testing.T) {
 	}
 	if p.rate != paceMinRate {
 		t.Errorf("rate %d after many losses, want the floor %d", p.rate, paceMinRate)
-	}
-}
-
-// A loss that leaves most of what was sent delivered in order — a loss on
-// the path, not the requester falling behind — keeps the rate, paced or
-// not.
-func TestPacerRandomLossKeepsRate(t *testing.T) {
-	for _, rate := range []int64{0, 32 << 20} {
-		p := pacer{rate: rate, incr: rate / paceGrowth}
-		p.begin(t0, 0)
-		p.spend(100 << 10)
-		p.begin(t0.Add(5*time.Millisecond), 0)
-		p.loss(t0.Add(5*time.Millisecond), 90, 1024) // no judgement: the stream from idle still sends
-		now := t0.Add(5 * time.Millisecond)
-		for i := range 50 {
-			p.spend(300 << 10)
-			p.begin(now.Add(4*time.Millisecond), 0)
-			now = now.Add(5 * time.Millisecond)
-			p.loss(now, p.from.Add(285), 1024) // 285 of 300 KiB in order
-			if p.rate != rate {
-				t.Fatalf("rate %d after %d losses on the path, want %d kept", p.rate, i+1, rate)
-			}
-		}
 	}
 }
 
@@ -220,7 +196,7 @@ func TestReadStreamRows(t *testing.T) {
 		return o
 	}
 	runRows(t, []row{{
-		name:  "a READ asked again from a PSN already sent restarts there and counts retransmissions; the first loss of a stream from idle is not judged",
+		name:  "a READ asked again for two responses already sent restarts there and counts retransmissions: a loss on the path, no pacing",
 		setup: func(t *testing.T, r *pktRig) { copy(r.region, data) },
 		steps: []step{{
 			in: &pkt{op: wire.RCReadRequest, psn: 0, ack: true, fill: rethAt(regionKey, 0, 768)},
@@ -232,8 +208,26 @@ func TestReadStreamRows(t *testing.T) {
 		}},
 		counters: map[Counter]uint64{DuplicateRequest: 1, RetransmittedPkts: 2},
 		check: func(t *testing.T, r *pktRig) {
-			if p := &r.qp.resp.pace; p.rate != 0 || !p.clean {
-				t.Errorf("pace rate %d, clean epoch %v after the loss, want unpaced and a clean epoch (the stream from idle still sent: nothing to judge by)", p.rate, p.clean)
+			if s := &r.qp.resp.sent; s.epoch != 0 || r.qp.resp.pace.rate != 0 {
+				t.Errorf("loss epoch %d, pace rate %d after two responses asked again, want no loss signal, unpaced", s.epoch, r.qp.resp.pace.rate)
+			}
+		},
+	}, {
+		name:  "a READ asked again for paceLossRun responses is a loss signal (judged once an epoch has run)",
+		setup: func(t *testing.T, r *pktRig) { copy(r.region, bytes.Repeat(data, 2)) },
+		steps: []step{{
+			in: &pkt{op: wire.RCReadRequest, psn: 0, ack: true, fill: rethAt(regionKey, 0, 1024)},
+			want: []out{resp(wire.RCReadResponseFirst, 0, 1, data[:256]), resp(wire.RCReadResponseMiddle, 1, 1, data[256:512]),
+				resp(wire.RCReadResponseMiddle, 2, 1, data[512:]), resp(wire.RCReadResponseLast, 3, 1, data[:256])},
+		}, {
+			in: &pkt{op: wire.RCReadRequest, psn: 0, ack: true, fill: rethAt(regionKey, 0, 1024)},
+			want: []out{resp(wire.RCReadResponseFirst, 0, 1, data[:256]), resp(wire.RCReadResponseMiddle, 1, 1, data[256:512]),
+				resp(wire.RCReadResponseMiddle, 2, 1, data[512:]), resp(wire.RCReadResponseLast, 3, 1, data[:256])},
+		}},
+		counters: map[Counter]uint64{DuplicateRequest: 1, RetransmittedPkts: 4},
+		check: func(t *testing.T, r *pktRig) {
+			if s := &r.qp.resp.sent; s.epoch != 1 {
+				t.Errorf("loss epoch %d after four responses asked again, want 1", s.epoch)
 			}
 		},
 	}, {

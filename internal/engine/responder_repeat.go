@@ -17,9 +17,10 @@ import "github.com/goverbs/goverbs/internal/wire"
 //     it, and a go-back-N one drops everything else until it comes — and
 //     after those asked again before it, whose order is the requester's;
 //     the stream it overtakes resumes after it;
-//   - asking for responses sent since the last loss signal is a new one,
-//     which backs the pacer off at the next turn; asking for ones sent
-//     before is that loss seen again.
+//   - asking for paceLossRun responses or more, sent since the last loss
+//     signal, is a new one, which backs the pacer off at the next turn;
+//     asking for ones sent before is that loss seen again, and asking for
+//     fewer is a loss on the path, not a requester falling behind.
 func (qp *QP) repeatRead(i int, va uint64, rkey, length uint32, psn wire.PSN) respOutcome {
 	r := &qp.resp
 	end := psn.Add(max(1, (length+qp.mtu-1)/qp.mtu) - 1)
@@ -31,7 +32,7 @@ func (qp *QP) repeatRead(i int, va uint64, rkey, length uint32, psn wire.PSN) re
 			return respDupDrop
 		}
 	}
-	if res := &r.res[i]; res.sent && res.sentIn == r.sent.epoch {
+	if res := &r.res[i]; res.sent && res.sentIn == r.sent.epoch && end.Diff(psn) >= paceLossRun-1 {
 		r.sent.epoch++
 		r.sent.loss, r.sent.lossPSN = true, psn
 	}
