@@ -270,8 +270,12 @@ func (qp *QP) evidence(w, x *sendWQE, psn wire.PSN, contiguous bool, now time.Ti
 			w.beyond++
 		}
 	case askSent:
+		// A later request's response counts only after one already in:
+		// a network that reorders moves single responses ahead (netem: a
+		// whole delay), and three of those asked again in the lab an
+		// answer that was merely behind rxe's queue.
 		inAnswer := x == w && w.askFrom.Less(psn) && psn.LessEq(w.askTo) && psn.Diff(w.askFrom) <= dupThresh
-		if inAnswer || (x != nil && x != w && int32(x.seq-w.askSeq) > 0) {
+		if inAnswer || (x != nil && x != w && int32(x.seq-w.askSeq) > 0 && contiguous) {
 			w.beyond++
 		}
 		// An answer shorter than dupThresh shows its first response lost
@@ -368,15 +372,16 @@ func (qp *QP) checkGaps(now time.Time) {
 
 // askWait is how long a short ask — fewer than dupThresh+1 responses, too
 // few for the rest of its answer to show the first lost — may go
-// unanswered before it is asked again: two smoothed round trips (a READ's
-// round trip counts the responder's queue: it answers in order), and at
-// least the reorder window, within half the local ACK timeout. It is the
+// unanswered before it is asked again: four smoothed round trips (a READ's
+// round trip counts the responder's queue, which it answers in order, and
+// an ask waits behind the READs asked before it), and at least the
+// reorder window, within half the local ACK timeout. It is the
 // last of three ways to see an answer lost, for when neither the answer's
 // own stream nor the answers to later requests show it. A longer answer
 // shows its own loss, and a slow one (a responder behind a paced stream)
 // asked for again would be a loss signal to its pacer, and slow it more.
 func (qp *QP) askWait() time.Duration {
-	w := max(2*qp.comp.srtt, qp.reorderWindow())
+	w := max(4*qp.comp.srtt, qp.reorderWindow())
 	if lim, _ := ib.LocalACKTimeout(qp.attr.Timeout); lim > 0 {
 		w = min(w, lim/2)
 	}
