@@ -355,8 +355,12 @@ func (qp *QP) seqNAKPastRead(c *compCtx) compPhase {
 	c.nak = true
 	qp.comp.acked(c.psn)
 	qp.advance()
-	if qp.req.psn == c.psn && !qp.resendPending() {
-		return compUpdate // gone back there already, nothing resent yet
+	if (qp.req.psn == c.psn && !qp.resendPending()) || qp.comp.retrying {
+		// Gone back there already (nothing resent yet), or a go-back-N is
+		// under way, which a NAK does not restart (doc/protocol.md §8.2):
+		// a resendFrom left behind would make a later timeout's go-back-N
+		// skip the READ (the million-operation soak failed a READ so).
+		return compUpdate
 	}
 	qp.comp.resendFrom = c.psn
 	return compRetry

@@ -319,3 +319,35 @@ func TestSeqNAKPastRead(t *testing.T) {
 		check:    b.landed([2]uint32{0, 16}),
 	}})
 }
+
+// A sequence NAK past a READ during a go-back-N starts nothing, and leaves
+// nothing behind: the next timeout goes back to the READ again (the
+// million-operation soak failed a READ with RETRY_EXC_ERR when the NAK's
+// PSN stayed as where a later go-back-N started).
+func TestSeqNAKPastReadDuringRetry(t *testing.T) {
+	b := newBigReads()
+	runRows(t, []row{{
+		name: "NAK during a go-back-N, then a timeout",
+		setup: func(t *testing.T, r *pktRig) {
+			b.setup(t, r)
+			r.qp.mu.Lock()
+			r.qp.attr.RetryCnt, r.qp.comp.retryCnt = 3, 3
+			r.qp.mu.Unlock()
+		},
+		steps: []step{
+			{post: func(r *pktRig) *SendWR {
+				wr := b.read([2]uint32{0, 16})(r)
+				wr.Next = sends(2)(r)
+				wr.Next.WRID, wr.Next.Next.WRID = 2, 3
+				return wr
+			}, want: []out{ask(0, 0, 16), sendOnly(1, 0), sendOnly(2, 1)}},
+			{sleep: 8192 * time.Nanosecond, want: []out{ask(0, 0, 16), sendOnly(1, 0), sendOnly(2, 1)}},
+			{in: inNAK(wire.NAKPSNSequenceError, 2)},
+			{sleep: 8192 * time.Nanosecond, want: []out{ask(0, 0, 16), sendOnly(1, 0), sendOnly(2, 1)}},
+			{in: b.resp(0, 0, 16, 0)},
+			{in: inACK(2)},
+		},
+		wcs:      []wantWC{{1, ib.WCSuccess, ib.WCRDMARead, 16}, {2, ib.WCSuccess, ib.WCSend, 8}, {3, ib.WCSuccess, ib.WCSend, 8}},
+		counters: map[Counter]uint64{LocalACKTimeout: 2, CompleterRetryErr: 2},
+	}})
+}
