@@ -317,55 +317,6 @@ func (qp *QP) compReadData(c *compCtx) compPhase {
 	return compUpdate
 }
 
-// compPast handles a response past the oldest WQE, a READ or atomic that
-// only its own response completes. Past a READ, a READ response or atomic
-// ACK of a later WQE is placed, and an ACK acknowledges the SENDs and
-// WRITEs before it; both show the READ's stream passed (completer_read.go).
-// Anything else — past an atomic, or a NAK — means a response was lost:
-// go back (retryLost).
-func (qp *QP) compPast(c *compCtx) compPhase {
-	if c.w.opcode == ib.WRRDMARead {
-		switch op := c.p.Opcode(); {
-		case c.p.Info().Is(wire.OpRead), op == wire.RCAtomicAcknowledge:
-			return compAhead
-		case op == wire.RCAcknowledge && c.p.AETH().Syndrome().Type() == wire.SyndromeACK:
-			qp.comp.acked(c.psn.Next())
-			qp.notePassed(c.psn, c.now)
-			qp.comp.restartTimer(c.now, &qp.attr)
-			qp.advance()
-			return compUpdate
-		case op == wire.RCAcknowledge && c.p.AETH().Syndrome() == wire.NAKSyndrome(wire.NAKPSNSequenceError):
-			return qp.seqNAKPastRead(c)
-		}
-	}
-	return qp.retryLost(c)
-}
-
-// seqNAKPastRead handles a sequence NAK for a PSN past a READ still waiting
-// for responses: the responder has every request before the NAK's PSN,
-// the READs among them included, so the go-back-N resends from that PSN
-// only; what those READs miss they ask for themselves (completer_read.go).
-// Going back to the READ instead asked every READ again in full behind a
-// lost request: over memconn with the lab's netem line, 64 KiB READs 16
-// deep, a responder that took the repeats as loss signals paced them down
-// to 1.3 MB/s.
-func (qp *QP) seqNAKPastRead(c *compCtx) compPhase {
-	qp.dev.counters.inc(NAKRcvd)
-	qp.dev.counters.inc(RcvdSeqErr)
-	c.nak = true
-	qp.comp.acked(c.psn)
-	qp.advance()
-	if (qp.req.psn == c.psn && !qp.resendPending()) || qp.comp.retrying {
-		// Gone back there already (nothing resent yet), or a go-back-N is
-		// under way, which a NAK does not restart (doc/protocol.md §8.2):
-		// a resendFrom left behind would make a later timeout's go-back-N
-		// skip the READ (the million-operation soak failed a READ so).
-		return compUpdate
-	}
-	qp.comp.resendFrom = c.psn
-	return compRetry
-}
-
 // retryLost asks again for a response the responder went past, if the
 // request was sent and is not already being sent again. The response that
 // shows it restarts the timer, without reloading the retry counter: the
@@ -399,13 +350,6 @@ func (qp *QP) compAtomicData(c *compCtx) compPhase {
 		qp.advance() // what came ahead, or was acknowledged, behind it
 	}
 	return compUpdate
-}
-
-// acked notes that a response acknowledged every SEND and WRITE before psn.
-func (c *completer) acked(psn wire.PSN) {
-	if c.ackNext.Less(psn) {
-		c.ackNext = psn
-	}
 }
 
 // compUpdate ends the handling of a response. A WQE that failed locally is

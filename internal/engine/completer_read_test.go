@@ -62,6 +62,25 @@ func (b *bigReads) resp(first wire.PSN, off, n uint32, i int) *pkt {
 	return inRead(op, first.Add(uint32(i)), b.data[lo:hi])
 }
 
+// resps are steps that inject responses i... of a READ of n bytes at off
+// whose first PSN is first, with nothing sent in answer.
+func (b *bigReads) resps(first wire.PSN, off, n uint32, i ...int) []step {
+	s := make([]step, len(i))
+	for k, j := range i {
+		s[k] = step{in: b.resp(first, off, n, j)}
+	}
+	return s
+}
+
+// seq joins runs of steps.
+func seq(runs ...[]step) []step {
+	var s []step
+	for _, r := range runs {
+		s = append(s, r...)
+	}
+	return s
+}
+
 // ask is the READ request that asks again, at PSN psn, for n bytes of the
 // peer's region at off.
 func ask(psn wire.PSN, off, n uint32) out {
@@ -107,15 +126,12 @@ func TestReadRecoveryPackets(t *testing.T) {
 	runRows(t, []row{{
 		name:  "three responses past a lost one ask for it at once; its arrival completes the READ",
 		setup: b1.setup,
-		steps: []step{
-			{post: b1.read(six), want: []out{ask(0, 0, 1536)}},
-			{in: b1.resp(0, 0, 1536, 0)},
-			{in: b1.resp(0, 0, 1536, 2)}, // after the lost one: no evidence
-			{in: b1.resp(0, 0, 1536, 3)},
-			{in: b1.resp(0, 0, 1536, 4)},
-			{in: b1.resp(0, 0, 1536, 5), want: []out{ask(1, 256, 256)}},
-			{in: b1.resp(0, 0, 1536, 1)},
-		},
+		steps: seq([]step{{post: b1.read(six), want: []out{ask(0, 0, 1536)}}},
+			b1.resps(0, 0, 1536, 0, 2, 3, 4), // 1 lost; 2 follows a gap: no evidence
+			[]step{
+				{in: b1.resp(0, 0, 1536, 5), want: []out{ask(1, 256, 256)}},
+				{in: b1.resp(0, 0, 1536, 1)},
+			}),
 		wcs:      []wantWC{{1, ib.WCSuccess, ib.WCRDMARead, 1536}},
 		counters: map[Counter]uint64{CompleterRetryErr: 1, RetransmittedPkts: 1, LocalACKTimeout: 0, DropUnexpectedResponse: 0},
 		check:    b1.landed(six),
@@ -136,34 +152,24 @@ func TestReadRecoveryPackets(t *testing.T) {
 	}, {
 		name:  "a gap of several responses is asked for whole, and the answer's own stream shows its first response lost",
 		setup: b3.setup,
-		steps: []step{
-			{post: b3.read(eight), want: []out{ask(0, 0, 2048)}},
-			{in: b3.resp(0, 0, 2048, 0)},
-			{in: b3.resp(0, 0, 2048, 4)}, // 1-3 lost
-			{in: b3.resp(0, 0, 2048, 5)},
-			{in: b3.resp(0, 0, 2048, 6)},
-			{in: b3.resp(0, 0, 2048, 7), want: []out{ask(1, 256, 768)}},
-			{in: b3.resp(0, 0, 2048, 2)}, // the answer, its first response lost
-			{in: b3.resp(0, 0, 2048, 3), want: []out{ask(1, 256, 256)}},
-			{in: b3.resp(0, 0, 2048, 1)},
-		},
+		steps: seq([]step{{post: b3.read(eight), want: []out{ask(0, 0, 2048)}}},
+			b3.resps(0, 0, 2048, 0, 4, 5, 6), // 1-3 lost
+			[]step{
+				{in: b3.resp(0, 0, 2048, 7), want: []out{ask(1, 256, 768)}},
+				{in: b3.resp(0, 0, 2048, 2)}, // the answer, its first response lost
+				{in: b3.resp(0, 0, 2048, 3), want: []out{ask(1, 256, 256)}},
+				{in: b3.resp(0, 0, 2048, 1)},
+			}),
 		wcs:      []wantWC{{1, ib.WCSuccess, ib.WCRDMARead, 2048}},
 		counters: map[Counter]uint64{CompleterRetryErr: 2, LocalACKTimeout: 0},
 		check:    b3.landed(eight),
 	}, {
 		name:  "the first stream's stragglers after the ask are no reason to ask again",
 		setup: b4.setup,
-		steps: []step{
-			{post: b4.read(eight), want: []out{ask(0, 0, 2048)}},
-			{in: b4.resp(0, 0, 2048, 0)},
-			{in: b4.resp(0, 0, 2048, 2)},
-			{in: b4.resp(0, 0, 2048, 3)},
-			{in: b4.resp(0, 0, 2048, 4)},
-			{in: b4.resp(0, 0, 2048, 5), want: []out{ask(1, 256, 256)}},
-			{in: b4.resp(0, 0, 2048, 6)},
-			{in: b4.resp(0, 0, 2048, 7)},
-			{in: b4.resp(0, 0, 2048, 1)},
-		},
+		steps: seq([]step{{post: b4.read(eight), want: []out{ask(0, 0, 2048)}}},
+			b4.resps(0, 0, 2048, 0, 2, 3, 4),
+			[]step{{in: b4.resp(0, 0, 2048, 5), want: []out{ask(1, 256, 256)}}},
+			b4.resps(0, 0, 2048, 6, 7, 1)),
 		wcs:      []wantWC{{1, ib.WCSuccess, ib.WCRDMARead, 2048}},
 		counters: map[Counter]uint64{CompleterRetryErr: 1, LocalACKTimeout: 0},
 		check:    b4.landed(eight),
@@ -314,7 +320,7 @@ func TestSeqNAKPastRead(t *testing.T) {
 			{in: b.resp(0, 0, 16, 0)},
 			{in: inACK(2)},
 		},
-		wcs: []wantWC{{1, ib.WCSuccess, ib.WCRDMARead, 16}, {2, ib.WCSuccess, ib.WCSend, 8}, {3, ib.WCSuccess, ib.WCSend, 8}},
+		wcs:      []wantWC{{1, ib.WCSuccess, ib.WCRDMARead, 16}, {2, ib.WCSuccess, ib.WCSend, 8}, {3, ib.WCSuccess, ib.WCSend, 8}},
 		counters: map[Counter]uint64{NAKRcvd: 1, RcvdSeqErr: 1, CompleterRetryErr: 1, RetransmittedPkts: 1},
 		check:    b.landed([2]uint32{0, 16}),
 	}})
