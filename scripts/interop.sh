@@ -18,6 +18,17 @@
 # sends with netem on its eth0 (sch_netem, insmod from the guest kernel's
 # module tree); sequence errors are then expected, only retry exhaustion
 # fails a case, and each row shows the retransmissions of both sides.
+# LOSS=1 runs issue 11's loss matrix instead: ibv_rc_pingpong (500 × 4 KiB)
+# and ib_write_bw, ib_read_bw, ib_send_bw (500 × 64 KiB), both directions,
+# each without netem, with NETEM's delay alone, and with NETEM (default
+# the issue's line above), and prints for each the three figures, the
+# lossy one's ratio to the loss-free one (target ≥ 0.40) and to the delay
+# alone, both sides' retransmission counters, and for READs the READ
+# requests the requester sent. CAPTURE=1 captures each case's RoCEv2 packets on the
+# host's tap into the work directory ($tag.pcap, for lab decode).
+# ONLY='ib_read_bw -s 8388608 -n 20' runs just that case; DIRS picks the
+# directions of ONLY and LOSS runs (default both); COUNTERS=1 shows both
+# sides' counters on every row, as NETEM does.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,14 +52,26 @@ watched="rcvd_seq_err out_of_seq_request retry_exceeded_err retry_rnr_exceeded_e
 # goverbs ones as its tool printed them (GOVERBS_COUNTERS=1).
 rxe_shown="sent_pkts completer_retry_err rcvd_seq_err out_of_seq_request duplicate_request"
 go_shown="sent_pkts retransmitted_pkts completer_retry_err local_ack_timeout_err nak_sent rcvd_seq_err out_of_seq_request duplicate_request"
+[[ -z ${LOSS:-} ]] || NETEM=${NETEM:-delay 1ms loss 3% reorder 5% duplicate 1%}
+# impaired: whether the guest's sends go through netem now.
+impaired=""
+netem_on() { # netem_on [LINE]: NETEM unless another line is given
+	"$lab" exec "tc qdisc replace dev eth0 root netem ${1:-$NETEM} && tc qdisc show dev eth0"
+	impaired=1
+}
+netem_off() {
+	"$lab" exec "tc qdisc del dev eth0 root 2>/dev/null || true"
+	impaired=""
+}
+[[ -z ${NETEM:-} ]] || COUNTERS=1
+[[ -z ${COUNTERS:-} ]] || GOVERBS_ENV="${GOVERBS_ENV:-} GOVERBS_COUNTERS=1"
 if [[ -n ${NETEM:-} ]]; then
-	watched="retry_exceeded_err retry_rnr_exceeded_err"
-	GOVERBS_ENV="${GOVERBS_ENV:-} GOVERBS_COUNTERS=1"
 	labcache=${LAB_CACHE:-$(dirname "$(readlink -f "$lab")")/cache}
 	ko=$(find "$labcache/stage/lib/modules" -name 'sch_netem.ko*' | head -n 1)
 	[[ -n $ko ]] || { echo "no sch_netem module in $labcache/stage" >&2; exit 1; }
 	cp "$ko" "$labcache/vm/lab/share/"
-	"$lab" exec "grep -q '^sch_netem ' /proc/modules || insmod /host/${ko##*/}; tc qdisc replace dev eth0 root netem $NETEM && tc qdisc show dev eth0"
+	"$lab" exec "grep -q '^sch_netem ' /proc/modules || insmod /host/${ko##*/}"
+	[[ -n ${LOSS:-} ]] || netem_on
 	[[ $keep != --keep ]] || trap '"$lab" exec "tc qdisc del dev eth0 root" >/dev/null 2>&1 || true' EXIT
 fi
 
@@ -139,6 +162,15 @@ summary() {
 	echo "${l:-no result on this side}"
 }
 
+# rate LOG: the figure the loss matrix compares, a BW test's average or
+# pingpong's Mbit/sec.
+rate() {
+	local l
+	l=$(bw_lines "$1" | tail -n 1 | awk '{print $4}')
+	[[ -n $l ]] || l=$(grep -Eo '= [0-9.]+ Mbit/sec' "$1" | head -n 1 | awk '{print $2}' || true)
+	echo "${l:-0}"
+}
+
 # run_case TOOL DIRECTION ARGS... — DIRECTION "c-server" or "go-server".
 run_case() {
 	local tool=$1 dir=$2
@@ -147,7 +179,7 @@ run_case() {
 	[[ -z ${CASES:-} || " $CASES " == *" $tool "* ]] || return 0
 	[[ -z ${CASE_ARGS:-} || $args == "$CASE_ARGS" ]] || return 0
 	[[ -z ${MATCH:-} || "$tool $dir $args" =~ $MATCH ]] || return 0
-	local tag="${tool}_${dir}_$(echo "$args" | tr -c 'A-Za-z0-9' _)"
+	local tag="${tool}_${dir}_$(echo "$args" | tr -c 'A-Za-z0-9' _)${variant:-}"
 	local glog="$work/$tag.goverbs.log" clog="$work/$tag.rxe.log" grc crc attempt
 	# UC and UD resend nothing: their rows also check that every packet
 	# one side sent, the other received (goverbs' counters against rxe's).
@@ -157,6 +189,7 @@ run_case() {
 	fi
 	local copt="-g 1" # the IPv4-mapped GID of rxe0
 	[[ $tool == ib_* ]] && copt="-d rxe0 -x 1"
+	[[ -z ${CAPTURE:-} ]] || "$lab" capture-start "$work/$tag.pcap" >/dev/null
 	for attempt in 1 2 3 4 5; do
 		grc=0 crc=0
 		"$lab" exec 'dmesg -c >/dev/null' || true
@@ -183,6 +216,7 @@ run_case() {
 	done
 	"$lab" exec 'rdma statistic show link rxe0/1' >"$work/$tag.after"
 	"$lab" exec 'dmesg' >"$work/$tag.dmesg" || true
+	[[ -z ${CAPTURE:-} ]] || "$lab" capture-stop >/dev/null
 
 	local why=""
 	((grc == 0)) || why+="goverbs exit $grc; "
@@ -195,7 +229,7 @@ run_case() {
 	if grep -Eq 'bad ICRC|no qp matches' "$work/$tag.dmesg"; then
 		why+="rxe kernel log: $(grep -Em1 'bad ICRC|no qp matches' "$work/$tag.dmesg"); "
 	fi
-	local c before after rnr
+	local c before after rnr w=$watched
 	# rxe's receive queue may run dry (the C tool reposts slowly while it
 	# sends as well, in ib_send_bw -b): it answers with an RNR NAK, and
 	# the packets already in flight behind the refused one arrive out of
@@ -204,7 +238,7 @@ run_case() {
 	before=$(counter send_rnr_err "$work/$tag.before")
 	after=$(counter send_rnr_err "$work/$tag.after")
 	rnr=$((${after:-0} - ${before:-0}))
-	if [[ -n $unacked ]]; then
+	if [[ -n $unacked && -z $impaired ]]; then
 		local rsent rrcvd gsent grcvd
 		rsent=$(($(counter sent_pkts "$work/$tag.after" || true) - $(counter sent_pkts "$work/$tag.before" || true)))
 		rrcvd=$(($(counter rcvd_pkts "$work/$tag.after" || true) - $(counter rcvd_pkts "$work/$tag.before" || true)))
@@ -212,7 +246,9 @@ run_case() {
 		[[ $gsent == "$rrcvd" && $grcvd == "$rsent" ]] ||
 			why+="packets lost: goverbs sent ${gsent:-?}, rxe received $rrcvd; rxe sent $rsent, goverbs received ${grcvd:-?}; "
 	fi
-	for c in $watched; do
+	# Under netem sequence errors are expected; only retry exhaustion fails.
+	[[ -z $impaired ]] || w="retry_exceeded_err retry_rnr_exceeded_err"
+	for c in $w; do
 		before=$(counter "$c" "$work/$tag.before")
 		after=$(counter "$c" "$work/$tag.after")
 		[[ $c == out_of_seq_request ]] && ((${after:-0} - ${before:-0} <= rnr)) && continue
@@ -221,7 +257,7 @@ run_case() {
 	local row moved=""
 	((rnr == 0)) || moved=" | rxe sent $rnr RNR NAKs"
 	row=$(printf '%-15s %-9s %-26s' "$tool" "$dir" "$args")
-	if [[ -n ${NETEM:-} ]]; then
+	if [[ -n ${COUNTERS:-} ]]; then
 		moved=" | rxe:"
 		for c in $rxe_shown; do
 			before=$(counter "$c" "$work/$tag.before")
@@ -233,9 +269,11 @@ run_case() {
 			moved+=" $c $(counter "$c" "$glog" || true)"
 		done
 	fi
+	last_ok="" last_rate=$(rate "$glog") last_moved=$moved last_tag=$tag
 	if [[ -z $why ]]; then
 		rows+=("PASS  $row Go: $(summary "$glog"); C: $(summary "$clog")$moved")
 		pass=$((pass + 1))
+		last_ok=1
 	else
 		rows+=("FAIL  $row -- ${why% } (logs: $work/$tag.*)")
 		fail=$((fail + 1))
@@ -327,6 +365,69 @@ run_restart_case() {
 		fail=$((fail + 1))
 	fi
 }
+
+# loss_case TOOL DIRECTION ARGS...: run_case without, then with netem, and
+# a row of the loss table: both figures, their ratio against the target,
+# the lossy run's counters; for ib_read_bw the READ requests sent (all
+# the requester sends), which the issue bounds at two per loss.
+losses=()
+loss_case() {
+	local tool=$1 dir=$2
+	shift 2
+	[[ -z ${CASES:-} || " $CASES " == *" $tool "* ]] || return 0
+	local free ok_free slow ok_slow lossy ratio dratio verdict reads=""
+	netem_off >/dev/null
+	variant="" run_case "$tool" "$dir" "$@"
+	free=$last_rate ok_free=$last_ok
+	netem_on "$(grep -Eo 'delay [^ ]+' <<<"$NETEM")" >/dev/null
+	impaired="" # a delay alone must move no rxe counter either
+	variant=delay run_case "$tool" "$dir" "$@"
+	slow=$last_rate ok_slow=$last_ok
+	netem_on >/dev/null
+	variant=netem run_case "$tool" "$dir" "$@"
+	netem_off >/dev/null
+	lossy=$last_rate
+	ratio=$(awk -v a="$lossy" -v b="$free" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}')
+	dratio=$(awk -v a="$lossy" -v b="$slow" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}')
+	verdict=met
+	[[ -n $ok_free && -n $ok_slow && -n $last_ok ]] || verdict=FAILED
+	awk -v r="$ratio" 'BEGIN {exit !(r < 0.40)}' && verdict=missed
+	if [[ $tool == ib_read_bw ]]; then
+		local side=goverbs
+		[[ $dir == c-server ]] || side=rxe
+		reads=" READ requests: $(grep -Eo "$side: sent_pkts [0-9]+" <<<"$last_moved" | awk '{print $3}')"
+	fi
+	losses+=("$(printf '%-15s %-9s %-16s %8s %8s %8s %5s %5s %-6s' "$tool" "$dir" "$*" "$free" "$slow" "$lossy" "$ratio" "$dratio" "$verdict")$reads$last_moved")
+}
+
+if [[ -n ${ONLY:-} ]]; then
+	for dir in ${DIRS:-c-server go-server}; do
+		run_case ${ONLY%% *} "$dir" ${ONLY#* }
+	done
+	printf '  %s\n' "${rows[@]}"
+	((fail == 0))
+	exit
+fi
+
+if [[ -n ${LOSS:-} ]]; then
+	for dir in ${DIRS:-c-server go-server}; do
+		loss_case ibv_rc_pingpong "$dir" -n 500
+		for t in ib_write_bw ib_read_bw ib_send_bw; do
+			loss_case "$t" "$dir" -s 65536 -n 500
+		done
+	done
+	echo
+	echo "interop runs:"
+	printf '  %s\n' "${rows[@]}"
+	echo
+	echo "loss matrix (netem on the guest's eth0: $NETEM; MB/sec, pingpong Mbit/sec; target ratio >= 0.40):"
+	printf '  %-15s %-9s %-16s %8s %8s %8s %5s %5s %-6s %s\n' case direction args loss-free delay lossy ratio /delay verdict "counters of the lossy run"
+	printf '  %s\n' "${losses[@]}"
+	echo
+	echo "$pass runs passed, $fail failed"
+	((fail == 0))
+	exit
+fi
 
 # Sizes: one within and one beyond rxe0's path MTU (1024). Atomics are 8
 # bytes by definition, so their two cases are the two operations.

@@ -32,7 +32,24 @@ type completer struct {
 	resends      uint32
 	rnrUntil     time.Time // after an RNR NAK, nothing is sent before this
 	rdAtomicDone uint32    // READ and atomic WQEs completed (see requester.rdAtomicStarted)
-	stash        stash     // READ responses that came ahead of psn
+	// READ recovery (completer_read.go): the responses placed past psn,
+	// one past the highest PSN a response acknowledged, the asks raised
+	// for the requester (sendWQE.ask), when a gap next outlives the
+	// reorder window, and the smoothed round trip.
+	board   board
+	ackNext wire.PSN
+	asks    uint32
+	lossAt  time.Time
+	srtt    time.Duration
+	// resendFrom, if past psn, is where a go-back-N starts instead
+	// (seqNAKPastRead): the requests before it arrived.
+	resendFrom wire.PSN
+	// The tail probe (probe.go): when it is due, the probes raised for
+	// the requester, and the flight last probed.
+	probeAt  time.Time
+	probes   uint32
+	probed   bool
+	probedTo wire.PSN
 }
 
 // reload restores the retry counters, after progress (IBA 9.7.5.2.8).
@@ -82,8 +99,8 @@ const (
 	compAtomicData                    // place an atomic's original value
 	compSeqNAK                        // PSN sequence error NAK: go back to the PSN the responder expects
 	compRNRNAK                        // RNR NAK: wait the responder's timer, then resend
-	compLostResponse                  // a READ or atomic response went missing
-	compReadGap                       // a READ response past a missing one
+	compLostResponse                  // past a READ or atomic still waiting for its own response
+	compAhead                         // a READ response or atomic ACK past comp.psn: placed now
 	compRetry                         // start a go-back-N retransmission
 	compFail                          // complete the WQE in error; the QP goes to the error state
 	compMismatch                      // matches no outstanding request: dropped and counted
@@ -100,8 +117,8 @@ var compPhaseNames = [...]string{
 	compAtomicData:   "atomic data",
 	compSeqNAK:       "PSN sequence NAK",
 	compRNRNAK:       "RNR NAK",
-	compLostResponse: "lost response",
-	compReadGap:      "READ gap",
+	compLostResponse: "past a READ or atomic",
+	compAhead:        "placed ahead",
 	compRetry:        "retry",
 	compFail:         "fail",
 	compMismatch:     "mismatch",
@@ -125,16 +142,8 @@ type compCtx struct {
 	wasRetrying bool
 }
 
-// complete handles one response packet, then the held READ responses it
-// brought into order.
+// complete handles one response packet: a driver loop over the phases.
 func (qp *QP) complete(p wire.Packet, now time.Time) {
-	for ; p != nil; p = qp.comp.stash.take(qp.comp.psn) {
-		qp.completeOne(p, now)
-	}
-}
-
-// completeOne handles one response packet: a driver loop over the phases.
-func (qp *QP) completeOne(p wire.Packet, now time.Time) {
 	c := compCtx{p: p, psn: p.BTH().PSN(), now: now, before: qp.comp.psn, wasRetrying: qp.comp.retrying}
 	for ph := compCheckPSN; ; {
 		if qp.trace != nil {
@@ -156,9 +165,9 @@ func (qp *QP) completeOne(p wire.Packet, now time.Time) {
 		case compRNRNAK:
 			ph = qp.compRNRNAK(&c)
 		case compLostResponse:
-			ph = qp.retryLost(&c)
-		case compReadGap:
-			ph = qp.compReadGap(&c)
+			ph = qp.compPast(&c)
+		case compAhead:
+			ph = qp.compAhead(&c)
 		case compRetry:
 			ph = compUpdate
 			if c.err = qp.retry(now, false); c.err != compOK {
@@ -180,7 +189,7 @@ func (qp *QP) completeOne(p wire.Packet, now time.Time) {
 				// stream first, and what was asked after it only then:
 				// its responses are duplicates by now, but the responder
 				// is alive and working through what was asked, so they
-				// keep the timer off as compReadGap's do, also for the
+				// keep the timer off as those placed ahead do, also for the
 				// WQEs behind the READ, which it answers after them.
 				qp.comp.restartTimer(now, &qp.attr)
 			}
@@ -204,6 +213,7 @@ func (qp *QP) compCheckPSN(c *compCtx) compPhase {
 	if !c.psn.Less(qp.req.maxPSN) || qp.oldest() == nil {
 		return compStray
 	}
+	qp.comp.acked(c.psn)
 	c.w = qp.completeThrough(c.psn.Sub(1))
 	if w := c.w; w != nil && w.isReadAtomic() && w.lastPSN.Less(c.psn) {
 		return compLostResponse
@@ -247,6 +257,8 @@ func (qp *QP) compCheckACK(c *compCtx) compPhase {
 // compACK completes the SENDs and WRITEs an ACK covers: it is cumulative up
 // to its PSN (IBA 9.7.5.1.2).
 func (qp *QP) compACK(c *compCtx) compPhase {
+	qp.sampleACK(c.psn, c.now)
+	qp.comp.acked(c.psn.Next())
 	w := qp.completeThrough(c.psn)
 	if w != nil && w.isReadAtomic() && !c.psn.Less(w.firstPSN) {
 		// Only its response completes a READ or atomic, never an ACK. If
@@ -262,12 +274,11 @@ func (qp *QP) compACK(c *compCtx) compPhase {
 }
 
 // compReadData places READ response data and completes the READ at its
-// last packet. Responses must come in order: one past a missing one goes
-// to compReadGap.
+// last packet. One past a missing response is placed by compAhead.
 func (qp *QP) compReadData(c *compCtx) compPhase {
 	w := c.w
 	if w != nil && w.opcode == ib.WRRDMARead && qp.comp.psn.Less(c.psn) && c.psn.LessEq(w.lastPSN) {
-		return compReadGap
+		return compAhead
 	}
 	if c.psn != qp.comp.psn || w == nil || w.opcode != ib.WRRDMARead || c.psn.Less(w.firstPSN) || w.lastPSN.Less(c.psn) {
 		return compMismatch
@@ -290,40 +301,26 @@ func (qp *QP) compReadData(c *compCtx) compPhase {
 		c.err = compLocalProt
 		return compFail
 	}
+	qp.sampleRTT(w, c.psn, c.now)
 	qp.comp.psn = c.psn.Next()
 	if last {
 		qp.finishSend(w, ib.WCSuccess)
+	} else {
+		if !qp.comp.psn.Less(w.hi) {
+			w.hi = qp.comp.psn
+		}
+		qp.gotTo(w, qp.comp.psn)
+	}
+	if qp.comp.board.n > 0 || qp.comp.psn.Less(qp.comp.ackNext) {
+		qp.advance() // what came ahead, or was acknowledged, behind it
 	}
 	return compUpdate
-}
-
-// compReadGap handles a response of the outstanding READ that comes after
-// a missing one. Up to stashSlots PSNs ahead, and unless it is the READ's
-// last, it is held and placed in its turn, and nothing else is done: the
-// missing ones may only be late (doc/protocol.md §8.3), and asking again
-// would have the responder send the rest of the READ twice and slow its
-// pace. Otherwise it is dropped (responses are placed in order), the READ is
-// asked again from the gap at once, and only once per gap — a retry under
-// way starts no other (doc/protocol.md §8.3) — and the timer restarts
-// without reloading the retry counter. The responder is alive and still
-// sending the stream it started before the request that asks again,
-// which it serves only after that stream (rxe does): timing out while the
-// rest of a long READ streams in would spend the retries on a responder
-// that is busy, not lost, and fail a READ of several MiB over a slow link.
-func (qp *QP) compReadGap(c *compCtx) compPhase {
-	if c.psn != c.w.lastPSN && c.psn.Diff(qp.comp.psn) <= stashSlots {
-		qp.comp.stash.put(c.psn, c.p)
-		qp.comp.restartTimer(c.now, &qp.attr)
-		return compUpdate
-	}
-	qp.dev.counters.inc(DropUnexpectedResponse)
-	return qp.retryLost(c)
 }
 
 // retryLost asks again for a response the responder went past, if the
 // request was sent and is not already being sent again. The response that
 // shows it restarts the timer, without reloading the retry counter: the
-// responder is alive and streams on, as in compReadGap, and answers what
+// responder is alive and streams on, and answers what
 // was asked again only after that.
 func (qp *QP) retryLost(c *compCtx) compPhase {
 	qp.comp.restartTimer(c.now, &qp.attr)
@@ -346,8 +343,12 @@ func (qp *QP) compAtomicData(c *compCtx) compPhase {
 		c.err = compLocalProt
 		return compFail
 	}
+	qp.sampleRTT(w, c.psn, c.now)
 	qp.comp.psn = c.psn.Next()
 	qp.finishSend(w, ib.WCSuccess)
+	if qp.comp.board.n > 0 || qp.comp.psn.Less(qp.comp.ackNext) {
+		qp.advance() // what came ahead, or was acknowledged, behind it
+	}
 	return compUpdate
 }
 
@@ -368,6 +369,7 @@ func (qp *QP) compUpdate(c *compCtx) {
 			qp.comp.reload(&qp.attr)
 		}
 		qp.comp.restartTimer(c.now, &qp.attr)
+		qp.armProbe(c.now)
 		if !qp.comp.retrying || c.wasRetrying {
 			qp.comp.retrying = false // progress ends a retry, but not the one just started
 		}

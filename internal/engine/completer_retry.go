@@ -91,6 +91,9 @@ func (qp *QP) compRNRNAK(c *compCtx) compPhase {
 // counts is when it expired, not when the turn got to it: a turn that runs
 // late must not turn the wait's timeout into a retry.
 func (qp *QP) checkTimers(now time.Time) {
+	qp.checkGaps(now)
+	qp.checkProbe(now)
+	qp.checkStall(now)
 	d := qp.comp.deadline
 	if d.IsZero() || now.Before(d) {
 		return

@@ -26,9 +26,10 @@ func (qp *QP) flush() {
 		qp.recvCQ.push(&wc)
 	}
 	qp.resp.inSend, qp.resp.inWrite, qp.resp.ackPending = false, false, false
-	qp.resp.read.active = false
+	qp.resp.read.active, qp.resp.readQ = false, readQueue{}
 	qp.resp.stash.clear()
-	qp.comp.stash.clear()
+	qp.comp.board.reset()
+	qp.comp.lossAt, qp.comp.probeAt, qp.resp.stallAt = time.Time{}, time.Time{}, time.Time{}
 	qp.dropInbound()
 	qp.lastWQEReached()
 }

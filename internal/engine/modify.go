@@ -151,7 +151,7 @@ func (qp *QP) enterRTS() {
 	psn := wire.PSN(qp.attr.SQPSN)
 	qp.req = requester{psn: psn, maxPSN: psn, cur: qp.sq.Head()}
 	qp.req.win.init(qp.mtu)
-	qp.comp = completer{psn: psn}
+	qp.comp = completer{psn: psn, ackNext: psn}
 	qp.comp.reload(&qp.attr)
 }
 

@@ -36,6 +36,16 @@ const (
 	paceMaxStep = 20 * time.Millisecond
 	// paceMinSample is the shortest epoch whose delivery rate is trusted.
 	paceMinSample = time.Millisecond
+	// paceMinBytes is the least a confirmation weighs (pace_start.go).
+	paceMinBytes = 256 << 10
+	// paceLossRun is the fewest responses a READ asked again must ask
+	// for to signal a loss to the pacer. A receiver that falls behind
+	// drops runs of responses, a queue's tail, and a go-back-N requester
+	// (rxe) asks for the rest of the READ; a loss on the path takes one
+	// or two, which goverbs asks for alone (doc/protocol.md §8.3), and
+	// backing off for each brought 64 KiB READs between goverbs devices
+	// over a link losing 3 % to the 1 MiB/s floor.
+	paceLossRun = 4
 	// paceGrowth is the additive increase: the rate set by a loss, divided
 	// by it, is added per second of sending (1/8: doubled in eight seconds
 	// without loss).
@@ -61,6 +71,13 @@ type pacer struct {
 	sent    int64     // bytes sent in the epoch
 	running bool      // streams have been sending since the epoch began
 	lastAt  time.Time // when the epoch's last response was sent
+	// good is the last rate a confirmation showed kept up with
+	// (pace_start.go).
+	good int64
+	// What the next confirmation weighs: bytes sent since the last one
+	// (or a loss), from when the first of them was.
+	cStart time.Time
+	cBytes int64
 }
 
 // begin starts an epoch at the response psn, unless the streams are
@@ -68,6 +85,9 @@ type pacer struct {
 func (p *pacer) begin(now time.Time, psn wire.PSN) {
 	if !p.running {
 		p.epoch, p.from, p.sent, p.running = now, psn, 0, true
+	}
+	if p.cStart.IsZero() {
+		p.cStart = now
 	}
 	p.lastAt = now
 }
@@ -108,7 +128,8 @@ func (p *pacer) ready(now time.Time) bool {
 		p.tokens = min(p.tokens+credit, limit)
 		p.rate += p.incr * int64(dt) / int64(time.Second)
 		if p.rate >= paceMaxRate {
-			*p = pacer{epoch: p.epoch, from: p.from, sent: p.sent, running: p.running, lastAt: p.lastAt}
+			*p = pacer{epoch: p.epoch, from: p.from, sent: p.sent, running: p.running, lastAt: p.lastAt,
+				good: p.good, cStart: p.cStart, cBytes: p.cBytes}
 		}
 	}
 	if p.tokens > 0 {
@@ -121,6 +142,7 @@ func (p *pacer) ready(now time.Time) bool {
 // spend takes n bytes sent.
 func (p *pacer) spend(n int) {
 	p.sent += int64(n)
+	p.cBytes += int64(n)
 	if p.rate > 0 {
 		p.tokens -= int64(n)
 	}
@@ -136,40 +158,59 @@ func (p *pacer) next() time.Time {
 	return p.last.Add(time.Duration(owed * int64(time.Second) / p.rate))
 }
 
-// loss backs the rate off after a READ was asked again from psn: the
-// requester took the epoch's responses before psn in order, then lost one.
-// The new rate is that delivery rate, kept between the current rate and a
-// fraction of it: half, or a quarter at the first loss, whose current rate
-// is only the epoch's send rate. Without a delivery rate (psn before the
-// epoch) it is half the current rate. The rates are over the time the
-// epoch spent sending, up to its last response: a READ asked again only
-// after the requester's ACK timeout (its last responses were lost) comes
-// long after, and counting that wait made a loopback stream that lost
-// its tail once crawl at a tenth of its speed for seconds. The delivery
-// rate is still on the low side — the responses the requester took and
-// dropped after the lost one do not count — hence the bound, which also
-// keeps a run of losses from collapsing the rate at once. A new epoch
-// starts at psn.
+// loss weighs a READ asked again from psn for more than a few responses
+// (repeatRead: a lone loss on the path says nothing of the requester). It
+// backs the rate off only if the requester fell behind: if what it took
+// in order since the last signal — the responses before psn — is less
+// than three quarters of what the epoch sent. A requester that goes back
+// for a lost request asks again for READs it is still receiving, and
+// backing off for those brought 64 KiB READs between goverbs devices over
+// a lossy link to the floor. The new rate is that delivery rate, kept
+// between the current rate and a fraction of it: half, or a quarter at
+// the first loss, whose current rate is only the epoch's send rate. The
+// rates are over the time the epoch spent sending, up to its last
+// response: a READ asked again only after the requester's ACK timeout
+// (its last responses were lost) comes long after, and counting that wait
+// made a loopback stream that lost its tail once crawl at a tenth of its
+// speed for seconds. A burst the epoch sent in less than paceMinSample is
+// measured up to now: the requester's pace is what took the time (a
+// responder on a fast link sends 4 MiB in a millisecond). An epoch shorter
+// than paceMinSample, or that sent less than paceMinBytes, is left to
+// grow. A new epoch starts at psn.
 func (p *pacer) loss(now time.Time, psn wire.PSN, mtu uint32) {
 	end := now
 	if p.lastAt.After(p.epoch) {
 		end = p.lastAt
 	}
-	el := end.Sub(p.epoch).Seconds()
-	ok := !p.epoch.IsZero() && el >= paceMinSample.Seconds()
+	if end.Sub(p.epoch) < paceMinSample {
+		end = now
+	}
+	el := end.Sub(p.epoch)
+	if !p.epoch.IsZero() && (el < paceMinSample || p.sent < paceMinBytes) {
+		return
+	}
+	if !p.epoch.IsZero() {
+		var delivered int64
+		if d := psn.Diff(p.from); d > 0 {
+			delivered = min(int64(d)*int64(mtu), p.sent)
+		}
+		if delivered*4 < p.sent*3 {
+			p.backOff(int64(float64(delivered)/el.Seconds()), int64(float64(p.sent)/el.Seconds()))
+		}
+	}
+	p.epoch, p.from, p.sent, p.running = now, psn, 0, true
+	p.cStart, p.cBytes = time.Time{}, 0
+}
+
+// backOff sets the rate after a loss that showed the requester falling
+// behind: its delivery rate, bounded by the current rate (the send rate
+// if unpaced) and half of it (a quarter if unpaced).
+func (p *pacer) backOff(delivered, sendRate int64) {
 	cur, least := p.rate, p.rate/2
 	if cur == 0 {
-		cur = paceMaxRate
-		if ok {
-			cur = min(cur, int64(float64(p.sent)/el))
-		}
+		cur = min(paceMaxRate, sendRate)
 		least = cur / 4
 	}
-	r := cur / 2
-	if d := psn.Diff(p.from); ok && d >= 0 {
-		delivered := min(int64(d)*int64(mtu), p.sent)
-		r = min(max(int64(float64(delivered)/el), least), cur)
-	}
-	r = max(r, paceMinRate)
-	*p = pacer{rate: r, incr: r / paceGrowth, epoch: now, from: psn, running: true}
+	r := max(min(max(delivered, least), cur), paceMinRate)
+	*p = pacer{rate: r, incr: r / paceGrowth, lastAt: p.lastAt, good: p.good}
 }

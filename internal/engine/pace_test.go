@@ -48,7 +48,8 @@ func TestPacerLossTakesDeliveryRate(t *testing.T) {
 		t.Errorf("after the loss: incr %d, epoch %v from %v; want rate/%d and a new epoch at the loss", p.incr, p.epoch, p.from, paceGrowth)
 	}
 	// Paced, one loss at most halves the rate, however low the estimate
-	// (100 packets in 100 ms, 1 MB/s).
+	// (100 packets of the 1000 sent in 100 ms, 1 MB/s).
+	p.spend(1_000_000)
 	p.loss(t0.Add(200*time.Millisecond), 1010+100, 1000)
 	if want := int64(5_000_000); p.rate != want {
 		t.Errorf("rate %d after a second loss, want half of 10 MB/s", p.rate)
@@ -70,17 +71,35 @@ func TestPacerLossAfterTimeout(t *testing.T) {
 	}
 }
 
-// A loss before the epoch halves the rate; repeated losses stop at the
-// floor, so a stream never stalls.
+// A loss with too little sent, or too soon, leaves the rate and the epoch;
+// one that shows the requester behind halves it at most — one before the
+// epoch's first response counts as nothing delivered — down to the floor,
+// so a stream never stalls. One that shows most of the epoch delivered in
+// order (a requester that went back for a lost request) leaves it.
 func TestPacerLossHalvesToFloor(t *testing.T) {
 	p := pacer{rate: 64 << 20}
 	p.begin(t0, 100)
+	p.loss(t0.Add(time.Second), 50, 1024) // nothing sent
+	p.spend(1 << 20)
 	p.loss(t0.Add(time.Second), 50, 1024)
 	if p.rate != 32<<20 {
 		t.Errorf("rate %d after a loss before the epoch, want half of 64 MiB/s", p.rate)
 	}
+	p.spend(1 << 20)
+	p.loss(t0.Add(time.Second+paceMinSample/2), p.from.Add(10), 1024) // too soon
+	if p.rate != 32<<20 {
+		t.Errorf("rate %d after a loss too soon to judge, want 32 MiB/s kept", p.rate)
+	}
+	now := t0.Add(2 * time.Second)
+	p.spend(1 << 20)
+	p.loss(now, p.from.Add(1600), 1024) // 1600 KiB of 2 MiB in order
+	if p.rate != 32<<20 {
+		t.Errorf("rate %d after a loss with most delivered, want 32 MiB/s kept", p.rate)
+	}
 	for range 20 {
-		p.loss(t0.Add(time.Second), p.from.Sub(1), 1024)
+		p.spend(1 << 20)
+		now = now.Add(10 * time.Millisecond)
+		p.loss(now, p.from.Add(10), 1024) // 10 KiB of the 1 MiB sent
 	}
 	if p.rate != paceMinRate {
 		t.Errorf("rate %d after many losses, want the floor %d", p.rate, paceMinRate)
@@ -177,7 +196,7 @@ func TestReadStreamRows(t *testing.T) {
 		return o
 	}
 	runRows(t, []row{{
-		name:  "a READ asked again from a PSN already sent restarts there, counts retransmissions and paces",
+		name:  "a READ asked again for two responses already sent restarts there and counts retransmissions: a loss on the path, no pacing",
 		setup: func(t *testing.T, r *pktRig) { copy(r.region, data) },
 		steps: []step{{
 			in: &pkt{op: wire.RCReadRequest, psn: 0, ack: true, fill: rethAt(regionKey, 0, 768)},
@@ -189,8 +208,26 @@ func TestReadStreamRows(t *testing.T) {
 		}},
 		counters: map[Counter]uint64{DuplicateRequest: 1, RetransmittedPkts: 2},
 		check: func(t *testing.T, r *pktRig) {
-			if p := &r.qp.resp.pace; p.rate != paceMaxRate/2 {
-				t.Errorf("pace rate %d after the loss, want half the unpaced rate (no time to estimate)", p.rate)
+			if s := &r.qp.resp.sent; s.epoch != 0 || r.qp.resp.pace.rate != 0 {
+				t.Errorf("loss epoch %d, pace rate %d after two responses asked again, want no loss signal, unpaced", s.epoch, r.qp.resp.pace.rate)
+			}
+		},
+	}, {
+		name:  "a READ asked again for paceLossRun responses is a loss signal (judged once an epoch has run)",
+		setup: func(t *testing.T, r *pktRig) { copy(r.region, bytes.Repeat(data, 2)) },
+		steps: []step{{
+			in: &pkt{op: wire.RCReadRequest, psn: 0, ack: true, fill: rethAt(regionKey, 0, 1024)},
+			want: []out{resp(wire.RCReadResponseFirst, 0, 1, data[:256]), resp(wire.RCReadResponseMiddle, 1, 1, data[256:512]),
+				resp(wire.RCReadResponseMiddle, 2, 1, data[512:]), resp(wire.RCReadResponseLast, 3, 1, data[:256])},
+		}, {
+			in: &pkt{op: wire.RCReadRequest, psn: 0, ack: true, fill: rethAt(regionKey, 0, 1024)},
+			want: []out{resp(wire.RCReadResponseFirst, 0, 1, data[:256]), resp(wire.RCReadResponseMiddle, 1, 1, data[256:512]),
+				resp(wire.RCReadResponseMiddle, 2, 1, data[512:]), resp(wire.RCReadResponseLast, 3, 1, data[:256])},
+		}},
+		counters: map[Counter]uint64{DuplicateRequest: 1, RetransmittedPkts: 4},
+		check: func(t *testing.T, r *pktRig) {
+			if s := &r.qp.resp.sent; s.epoch != 1 {
+				t.Errorf("loss epoch %d after four responses asked again, want 1", s.epoch)
 			}
 		},
 	}, {

@@ -268,12 +268,16 @@ func (qp *QP) turn() (more bool) {
 		case !stateAccepts(qp.State(), p):
 			qp.dev.counters.inc(DropQPState)
 		case p.Info().Is(wire.OpRequest):
-			qp.kind.respond(qp, in)
+			qp.kind.respond(qp, in, now)
 		default:
 			qp.complete(p, now)
 		}
 		in.free()
 		qp.inbound.Pop()
+	}
+	if qp.resp.rx {
+		qp.resp.rx = false
+		qp.armStall(now)
 	}
 	if qp.resp.ackPending && qp.inbound.Len() == 0 {
 		// The requests just executed are often what a poller waits for
@@ -342,10 +346,15 @@ func (qp *QP) turn() (more bool) {
 const turnBudget = 64
 
 // armTimer registers the QP's earliest deadline with the device timer:
-// the local ACK timeout, the end of an RNR wait, or a paced READ stream's
-// next send.
+// the local ACK timeout, a READ gap's reorder window, a tail probe or a
+// stall NAK, the end of an RNR wait, or a paced READ stream's next send.
 func (qp *QP) armTimer(now time.Time) {
 	next := qp.comp.deadline
+	for _, r := range [...]time.Time{qp.comp.lossAt, qp.comp.probeAt, qp.resp.stallAt} {
+		if !r.IsZero() && qp.State() != ib.QPStateErr && (next.IsZero() || r.Before(next)) {
+			next = r // a READ's gap outlives the reorder window, a tail probe, a stall NAK
+		}
+	}
 	if r := qp.comp.rnrUntil; r.After(now) && qp.State() != ib.QPStateErr && (next.IsZero() || r.Before(next)) {
 		next = r
 	}

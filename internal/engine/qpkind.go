@@ -37,8 +37,8 @@ type qpKind struct {
 	// request turns send WQEs into packets, at most budget of them, and
 	// reports whether it stopped only for lack of budget.
 	request func(qp *QP, now time.Time, budget int) bool
-	// respond executes one received request packet.
-	respond func(qp *QP, in *inPkt)
+	// respond executes one received request packet, which arrived by now.
+	respond func(qp *QP, in *inPkt, now time.Time)
 	// segment sends the next packet of a SEND or WRITE of an unacked
 	// service (requester_uc.go).
 	segment func(qp *QP, w *sendWQE)
@@ -60,14 +60,14 @@ var qpKinds = [...]qpKind{
 			ib.WRSendWithInv, ib.WRBindMW, ib.WRLocalInv),
 		connected: true, acked: true,
 		request: (*QP).request,
-		respond: func(qp *QP, in *inPkt) { qp.respond(in.p) },
+		respond: func(qp *QP, in *inPkt, now time.Time) { qp.respond(in.p, now) },
 	},
 	ib.QPTypeUC: {
 		transport: wire.TransportUC,
 		ops:       ops(ib.WRSend, ib.WRSendWithImm, ib.WRRDMAWrite, ib.WRRDMAWriteWithImm),
 		connected: true,
 		request:   (*QP).requestUnacked,
-		respond:   (*QP).respondUC,
+		respond:   func(qp *QP, in *inPkt, _ time.Time) { qp.respondUC(in) },
 		segment:   (*QP).sendUCSegment,
 	},
 	ib.QPTypeUD: {
@@ -75,7 +75,7 @@ var qpKinds = [...]qpKind{
 		ops:       ops(ib.WRSend, ib.WRSendWithImm),
 		grh:       true,
 		request:   (*QP).requestUnacked,
-		respond:   (*QP).respondUD,
+		respond:   func(qp *QP, in *inPkt, _ time.Time) { qp.respondUD(in) },
 		segment:   (*QP).sendDatagram,
 	},
 }

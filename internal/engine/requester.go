@@ -33,6 +33,9 @@ type requester struct {
 	noAck           int      // packets sent since the last one with AckReq
 	clean           int      // packets sent since the last go-back-N, up to cleanPath
 	resends         uint32   // go-back-N requests of the completer acted on (comp.resends)
+	asks            uint32   // READ asks of the completer sent (comp.asks)
+	probes          uint32   // tail probes of the completer sent (comp.probes)
+	seq             uint32   // READ and atomic requests sent, asks included
 	win             window   // PSNs that may be in flight without an acknowledgement
 }
 
@@ -45,6 +48,8 @@ func (qp *QP) request(now time.Time, budget int) (more bool) {
 		return false
 	}
 	qp.catchUp()
+	qp.sendAsks(now)
+	qp.sendProbe()
 	qp.req.win.update(now, qp.comp.psn)
 	if now.Before(qp.comp.rnrUntil) {
 		return false
@@ -65,7 +70,7 @@ func (qp *QP) request(now time.Time, budget int) (more bool) {
 		if w.isLocal() {
 			qp.execLocal(w) // no packet: no window or rate applies (mw.go)
 		} else {
-			if qp.req.win.full(qp.req.psn, qp.comp.psn) || !qp.ccAllows(now) {
+			if qp.windowFull() || !qp.ccAllows(now) {
 				return false
 			}
 			qp.sendNext(w, now)
@@ -119,20 +124,36 @@ func (qp *QP) rdAtomicInFlight() uint32 { return qp.req.rdAtomicStarted - qp.com
 // after its acknowledged packets with its original PSNs and opcodes, every
 // later started WQE is sent again from its start.
 func (qp *QP) rewind() {
-	qp.req.psn = qp.comp.psn
-	qp.req.cur = qp.sq.Head()
+	from := qp.comp.psn
+	if r := qp.comp.resendFrom; from.Less(r) && r.Less(qp.req.maxPSN) {
+		from = r // the requests before it arrived (seqNAKPastRead)
+	}
+	qp.comp.resendFrom = qp.comp.psn // used once: a timeout goes back to psn
+	qp.req.psn = from
+	qp.req.cur = qp.sq.Tail()
 	for i := qp.sq.Head(); i != qp.sq.Tail(); i++ {
 		w := qp.sq.At(i)
 		if w.state == wqePosted || w.state == wqeFailed {
+			if qp.req.cur == qp.sq.Tail() {
+				qp.req.cur = i
+			}
 			break
 		}
 		if w.isLocal() {
 			continue // executed once, never again
 		}
-		w.sent = 0
-		if i == qp.sq.Head() && !w.isReadAtomic() {
-			w.sent = uint32(qp.comp.psn.Diff(w.firstPSN)) * qp.mtu
+		if w.lastPSN.Less(from) {
+			continue
 		}
+		if qp.req.cur == qp.sq.Tail() {
+			qp.req.cur = i
+			if !w.isReadAtomic() {
+				w.sent = uint32(from.Diff(w.firstPSN)) * qp.mtu
+			}
+		} else {
+			w.sent = 0
+		}
+		w.ask, w.beyond, w.sentAt = askNone, 0, time.Time{}
 		w.state = wqeSending
 	}
 }
@@ -153,27 +174,22 @@ func (qp *QP) startWQE(w *sendWQE) bool {
 	w.firstPSN = qp.req.psn
 	w.lastPSN = w.firstPSN.Add(w.npkts(qp.mtu) - 1)
 	w.state, w.sent = wqeSending, 0
+	w.got, w.hi, w.passAt, w.passed, w.beyond, w.ask = w.firstPSN, w.firstPSN, time.Time{}, false, 0, askNone
+	w.sentAt = time.Time{}
 	return true
 }
 
 // sendNext sends the WQE's next packet.
 func (qp *QP) sendNext(w *sendWQE, now time.Time) {
 	f := qp.bth(0, qp.req.psn) // the opcode is chosen below
-	if qp.req.psn.Less(qp.req.maxPSN) {
+	if qp.req.psn.Less(qp.req.maxPSN) && (w.opcode != ib.WRRDMARead || !w.lastPSN.Less(w.got)) {
 		// Behind the highest PSN sent: a go-back-N resend, or a READ
 		// asked again for what has not arrived.
 		qp.dev.counters.inc(RetransmittedPkts)
 	}
 	switch {
 	case w.opcode == ib.WRRDMARead:
-		// After a retry, ask only for what has not arrived (doc/protocol.md §8.3).
-		done := uint32(qp.req.psn.Diff(w.firstPSN)) * qp.mtu
-		f.Opcode, f.AckRequest = wire.RCReadRequest, true
-		p := qp.xmit.start(qp, &f, 0)
-		p.RETH().Encode(&wire.RETHFields{VA: w.remoteAddr + uint64(done), RKey: uint32(w.rkey), DMALength: w.length - done})
-		qp.xmit.queue(qp, p)
-		qp.req.psn = w.lastPSN.Next()
-		w.state = wqeSent
+		qp.sendRead(w, &f, now)
 	case w.isAtomic():
 		f.Opcode, f.AckRequest = wire.RCFetchAdd, true
 		a := wire.AtomicETHFields{VA: w.remoteAddr, RKey: uint32(w.rkey), SwapAdd: w.compareAdd}
@@ -184,11 +200,15 @@ func (qp *QP) sendNext(w *sendWQE, now time.Time) {
 		p := qp.xmit.start(qp, &f, 0)
 		p.AtomicETH().Encode(&a)
 		qp.xmit.queue(qp, p)
+		qp.noteRequest(w, f.PSN, now)
 		qp.req.psn = qp.req.psn.Next()
 		w.state = wqeSent
 	default:
 		if !qp.sendSegment(w, &f) {
 			return
+		}
+		if w.state == wqeSent && !f.PSN.Less(qp.req.maxPSN) {
+			w.sentAt = now // its last packet, sent for the first time
 		}
 	}
 	if qp.req.maxPSN.Less(qp.req.psn) {
@@ -201,6 +221,44 @@ func (qp *QP) sendNext(w *sendWQE, now time.Time) {
 	}
 	qp.req.clean = min(qp.req.clean+1, cleanPath)
 	qp.comp.startTimer(now, &qp.attr)
+	qp.armProbe(now)
+}
+
+// sendRead sends a READ request. After a go-back-N it asks only for what
+// has not arrived (doc/protocol.md §8.3): from the READ's first missing
+// response, not from where the go-back-N went back to, as a responder
+// like rxe takes no request for a part before the last one asked; and a
+// READ whose responses are all in is not asked again at all.
+func (qp *QP) sendRead(w *sendWQE, f *wire.BTHFields, now time.Time) {
+	if f.PSN.Less(w.got) {
+		f.PSN = w.got
+	}
+	qp.req.psn = w.lastPSN.Next()
+	w.state = wqeSent
+	if w.lastPSN.Less(f.PSN) {
+		return
+	}
+	done := uint32(f.PSN.Diff(w.firstPSN)) * qp.mtu
+	f.Opcode, f.AckRequest = wire.RCReadRequest, true
+	p := qp.xmit.start(qp, f, 0)
+	p.RETH().Encode(&wire.RETHFields{VA: w.remoteAddr + uint64(done), RKey: uint32(w.rkey), DMALength: w.length - done})
+	qp.xmit.queue(qp, p)
+	qp.noteRequest(w, f.PSN, now)
+	if f.PSN.Less(qp.req.maxPSN) {
+		// Asked again by the go-back-N: as if asked by the completer.
+		w.ask, w.askFrom, w.askTo, w.askAt, w.askSeq = askSent, f.PSN, w.lastPSN, now, w.seq
+	}
+}
+
+// noteRequest numbers the READ or atomic request of PSN psn, and notes
+// when a first one went out, for the round trip its response measures.
+func (qp *QP) noteRequest(w *sendWQE, psn wire.PSN, now time.Time) {
+	qp.req.seq++
+	w.seq = qp.req.seq
+	w.sentAt = time.Time{}
+	if !psn.Less(qp.req.maxPSN) {
+		w.sentAt = now
+	}
 }
 
 // ackWanted reports whether the last packet of the WQE being sent should
@@ -217,7 +275,7 @@ func (qp *QP) sendNext(w *sendWQE, now time.Time) {
 // requests would delay every go-back-N (BenchmarkLossRecovery's netem
 // WRITE lost a fifth of its rate with them).
 func (qp *QP) ackWanted() bool {
-	return qp.req.clean < cleanPath || qp.lastToSend() || qp.req.win.fills(qp.req.psn, qp.comp.psn)
+	return qp.req.clean < cleanPath || qp.lastToSend() || qp.req.win.fills(qp.req.psn, qp.windowStart())
 }
 
 // gatherMin is the payload from which a packet's payload is sent from its

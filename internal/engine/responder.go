@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"time"
+
 	"github.com/goverbs/goverbs/internal/ib"
 	"github.com/goverbs/goverbs/internal/mem"
 	"github.com/goverbs/goverbs/internal/wire"
@@ -28,7 +30,13 @@ type responder struct {
 	readQ      readQueue  // READs accepted behind read
 	sent       readSent   // READ responses sent, for pace and the retransmission count
 	pace       pacer      // paces the READ responses
+	fresh      bool       // read is a new READ that came with no stream under way
 	stash      stash      // SEND and WRITE packets that came ahead of psn
+	rx         bool       // requests arrived in this turn (armStall)
+	lost       bool       // and one of them was out of sequence
+	lostAt     time.Time  // when the last such turn was
+	stallAt    time.Time  // when the stall NAK is due (probe.go)
+	nakAt      time.Time  // when the sequence NAK out was sent, for its round trip
 
 	// ackFirst is set when a message of the turn completed a receive: the
 	// ACK then leaves ahead of the turn's requests (QP.turn).
@@ -52,6 +60,9 @@ type resource struct {
 	rkey        uint32
 	length      uint32
 	orig        uint64 // atomic: value before the operation
+	// READ: a response was sent, in loss epoch sentIn (readSent.epoch).
+	sent   bool
+	sentIn uint32
 }
 
 // respOutcome is what the responder made of one request packet: the
@@ -110,19 +121,24 @@ var respErrors = [...]struct {
 	errRecvProt:       {wire.NAKRemoteOperation, ib.WCLocProtErr, ib.EventQPFatal},
 }
 
-// respond handles one request packet: its PSN decides between a new
-// request, a duplicate and a gap (doc/protocol.md §6.3).
-func (qp *QP) respond(p wire.Packet) {
+// respond handles one request packet, at now: its PSN decides between a
+// new request, a duplicate and a gap (doc/protocol.md §6.3).
+func (qp *QP) respond(p wire.Packet, now time.Time) {
 	psn := p.BTH().PSN()
 	qp.noteReceived()
+	qp.resp.rx = true
 	var o respOutcome
 	switch d := psn.Diff(qp.resp.psn); {
 	case d > 0:
-		o = qp.respAhead(p, psn, d)
+		o = qp.respAhead(p, psn, d, now)
 	case d < 0:
 		qp.dev.counters.inc(DuplicateRequest)
 		o = qp.duplicate(p, psn)
 	default:
+		if r := &qp.resp; r.sentNAK && !r.nakAt.IsZero() {
+			qp.comp.smooth(now.Sub(r.nakAt)) // the NAK's round trip
+			r.nakAt = time.Time{}
+		}
 		qp.respondInOrder(p, psn)
 		qp.replayStash()
 		return

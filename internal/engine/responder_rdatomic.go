@@ -23,11 +23,12 @@ func (qp *QP) respRead(p wire.Packet, psn wire.PSN) respOutcome {
 		return o
 	}
 	npkts := max(1, (n+qp.mtu-1)/qp.mtu)
+	i := qp.resp.resNext
 	res := qp.takeResource()
 	*res = resource{kind: wire.OpRead, first: psn, last: psn.Add(npkts - 1), va: reth.VA(), rkey: reth.RKey(), length: n}
 	qp.resp.msn++
 	qp.resp.psn = res.last.Next()
-	qp.startRead(reth.VA(), reth.RKey(), n, psn)
+	qp.startRead(readStream{res: i, end: res.last, va: reth.VA(), rkey: reth.RKey(), length: n, psn: psn})
 	return respDone
 }
 
@@ -37,7 +38,10 @@ func (qp *QP) respRead(p wire.Packet, psn wire.PSN) respOutcome {
 // except READs, which queue behind it (readQueue).
 type readStream struct {
 	active  bool
-	started bool // a response of this READ has been sent
+	started bool     // a response of this READ has been sent
+	repeat  bool     // a READ asked again (doc/protocol.md §7.6)
+	res     int      // its responder resource
+	end     wire.PSN // of its last response
 	va      uint64
 	rkey    uint32
 	length  uint32
@@ -51,48 +55,58 @@ type readStream struct {
 // READ beyond it waits in the inbound queue.
 const maxQueuedReads = 16
 
-// readQueue holds the READs accepted while another one is being sent.
-// Like the stream, it is dropped with the responder at RTR.
+// readQueue holds the READs accepted while another one is being sent, in
+// the order they go: the READs asked again first (repeatRead), then the
+// others as they came. Like the stream, it is dropped with the responder
+// at RTR.
 type readQueue struct {
-	q       [maxQueuedReads]readStream
-	head, n int
+	q [maxQueuedReads]readStream
+	n int
 }
 
-func (q *readQueue) push(s *readStream) {
-	q.q[(q.head+q.n)%maxQueuedReads] = *s
+func (q *readQueue) push(s *readStream) { q.insert(q.n, s) }
+
+func (q *readQueue) insert(i int, s *readStream) {
+	copy(q.q[i+1:q.n+1], q.q[i:q.n])
+	q.q[i] = *s
 	q.n++
 }
 
-func (q *readQueue) pop() *readStream {
-	s := &q.q[q.head]
-	q.head = (q.head + 1) % maxQueuedReads
+func (q *readQueue) remove(i int) {
+	copy(q.q[i:q.n-1], q.q[i+1:q.n])
 	q.n--
+}
+
+func (q *readQueue) pop() readStream {
+	s := q.q[0]
+	q.remove(0)
 	return s
 }
 
 // readSent tracks the responses sent, for the pacer's loss signal and the
 // retransmission count.
 type readSent struct {
-	valid bool     // a response was sent: high and max mean something
-	high  wire.PSN // one past the highest response sent since the last loss
+	valid bool     // a response was sent: max means something
 	max   wire.PSN // one past the highest response ever sent
+	// epoch counts the losses signalled: a READ asked again for
+	// responses sent before the last one is that loss seen again.
+	epoch uint32
 	// loss is set when a READ is asked again from lossPSN; the next turn
 	// backs the pacer off, as it knows the time.
 	loss    bool
 	lossPSN wire.PSN
 }
 
-// startRead sends the responses for length bytes at va, numbered from psn
-// (doc/protocol.md §5.2), after the READs before it. A pending coalesced ACK
-// goes first.
-func (qp *QP) startRead(va uint64, rkey, length uint32, psn wire.PSN) {
-	s := readStream{active: true, va: va, rkey: rkey, length: length, psn: psn, reqPSN: psn, msn: qp.resp.msn}
+// startRead sends the responses of s after the READs before it. A
+// pending coalesced ACK goes first.
+func (qp *QP) startRead(s readStream) {
+	s.active, s.reqPSN, s.msn = true, s.psn, qp.resp.msn
 	if qp.resp.read.active {
 		qp.resp.readQ.push(&s)
 		return
 	}
 	qp.sendPendingACK()
-	qp.resp.read = s
+	qp.resp.read, qp.resp.fresh = s, true
 }
 
 // readWaits reports whether the request p must wait for the READ streams
@@ -108,22 +122,6 @@ func (qp *QP) readWaits(p wire.Packet) bool {
 		qp.resp.readQ.n == maxQueuedReads
 }
 
-// repeatRead answers a READ asked again from psn. Asked for responses
-// sent since the last loss, it is a loss signal: the requester went back
-// to psn (go-back-N, doc/protocol.md §8.3) and drops whatever follows until
-// psn arrives, so the streams under way and queued are dropped, this one
-// starts, and the pacer backs off. Otherwise it is one of the READs the
-// requester asks again after such a loss, and queues.
-func (qp *QP) repeatRead(va uint64, rkey, length uint32, psn wire.PSN) {
-	if s := &qp.resp.sent; s.valid && psn.Less(s.high) {
-		s.high = psn
-		s.loss, s.lossPSN = true, psn
-		qp.resp.read.active = false
-		qp.resp.readQ = readQueue{}
-	}
-	qp.startRead(va, rkey, length, psn)
-}
-
 // streamRead sends READ response packets — FIRST/MIDDLE/LAST or ONLY by
 // position — while the pacer and budget allow, and returns how many. The
 // key is checked again for every packet, so a region deregistered
@@ -133,6 +131,12 @@ func (qp *QP) streamRead(now time.Time, budget int) int {
 	if sent.loss {
 		sent.loss = false
 		pace.loss(now, sent.lossPSN, qp.mtu)
+	}
+	if qp.resp.fresh {
+		// A new READ with every stream before it sent (pace_start.go).
+		qp.resp.fresh = false
+		pace.confirm(now)
+		pace.startLong(r.length, qp.env.Dst.IsLoopback())
 	}
 	n := 0
 	for ; r.active && n < budget && pace.ready(now) && qp.ccAllows(now); n++ {
@@ -171,6 +175,7 @@ func (qp *QP) streamRead(now time.Time, budget int) int {
 			qp.xmit.queueSealed(qp, p)
 		}
 		pace.spend(len(p))
+		qp.resp.res[r.res].sentIn, qp.resp.res[r.res].sent = sent.epoch, true
 		qp.countResponse(r.psn)
 		r.off += size
 		r.started = true
@@ -178,7 +183,7 @@ func (qp *QP) streamRead(now time.Time, budget int) int {
 		if pos == posLast || pos == posOnly {
 			r.active = false
 			if qp.resp.readQ.n > 0 {
-				*r = *qp.resp.readQ.pop()
+				*r = qp.resp.readQ.pop()
 			} else {
 				pace.idle()
 			}
@@ -193,15 +198,11 @@ func (qp *QP) countResponse(psn wire.PSN) {
 	s, next := &qp.resp.sent, psn.Next()
 	switch {
 	case !s.valid:
-		s.valid, s.high, s.max = true, next, next
-		return
+		s.valid, s.max = true, next
 	case psn.Less(s.max):
 		qp.dev.counters.inc(RetransmittedPkts)
 	default:
 		s.max = next
-	}
-	if s.high.Less(next) {
-		s.high = next
 	}
 }
 
@@ -274,8 +275,7 @@ func (qp *QP) duplicate(p wire.Packet, psn wire.PSN) respOutcome {
 			if reth.RKey() != res.rkey || reth.VA() < res.va || reth.VA()+uint64(reth.DMALength()) > end {
 				return respDupDrop
 			}
-			qp.repeatRead(reth.VA(), reth.RKey(), reth.DMALength(), psn)
-			return respDupRead
+			return qp.repeatRead(i, reth.VA(), reth.RKey(), reth.DMALength(), psn)
 		}
 	case info.Is(wire.OpAtomic):
 		for i := range qp.resp.res {

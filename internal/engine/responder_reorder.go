@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/goverbs/goverbs/internal/wire"
+import (
+	"time"
+
+	"github.com/goverbs/goverbs/internal/wire"
+)
 
 // stashSlots is how far ahead of the expected PSN a SEND or WRITE packet
 // may arrive and be held for its turn instead of starting a go-back-N
@@ -17,6 +21,7 @@ type stash struct {
 		full bool
 		buf  []byte
 	}
+	n int // slots full
 }
 
 // put copies p, of PSN psn, into its slot, replacing what the slot held.
@@ -24,6 +29,9 @@ func (s *stash) put(psn wire.PSN, p wire.Packet) {
 	e := &s.slot[uint32(psn)%stashSlots]
 	if cap(e.buf) < len(p) {
 		e.buf = make([]byte, 0, pktBufSize)
+	}
+	if !e.full {
+		s.n++
 	}
 	e.psn, e.full, e.buf = psn, true, append(e.buf[:0], p...)
 }
@@ -35,6 +43,7 @@ func (s *stash) take(psn wire.PSN) wire.Packet {
 		return nil
 	}
 	e.full = false
+	s.n--
 	return wire.Packet(e.buf)
 }
 
@@ -43,19 +52,27 @@ func (s *stash) clear() {
 	for i := range s.slot {
 		s.slot[i].full = false
 	}
+	s.n = 0
 }
 
 // respAhead handles a request past the expected PSN: a packet went
-// missing, or was overtaken. A SEND or WRITE packet within stashSlots is
-// held for its turn; unless it asks for an ACK, the requester is not told
-// yet, since the missing packets may only be late. Anything else sends
-// the one PSN sequence NAK of the gap (IBA 9.7.5.2), after which further
-// packets are dropped or held quietly until the expected one comes.
-func (qp *QP) respAhead(p wire.Packet, psn wire.PSN, d int32) respOutcome {
+// missing, or was overtaken. A request within stashSlots is held for its
+// turn; unless it is a SEND or WRITE packet that asks for an ACK, the
+// requester is not told yet, since the missing packets may only be late:
+// the stall NAK (probe.go) tells it if they do not come. A READ or atomic
+// asks for an ACK too, but its answer is the response it waits for, which
+// comes in its turn; a network that reorders moves READ requests ahead
+// (memconn, netem), and a NAK for each made the requester ask every READ
+// after the gap again. Anything else sends the one PSN sequence NAK of
+// the gap (IBA 9.7.5.2), after which further packets are dropped or held
+// quietly until the expected one comes.
+func (qp *QP) respAhead(p wire.Packet, psn wire.PSN, d int32, now time.Time) respOutcome {
 	r := &qp.resp
 	qp.dev.counters.inc(OutOfSeqRequest)
+	r.lost = true
 	info := p.Info()
-	held := d <= stashSlots && (info.Is(wire.OpSend) || info.Is(wire.OpWrite))
+	readAtomic := info.Is(wire.OpRead) || info.Is(wire.OpAtomic)
+	held := d <= stashSlots && (info.Is(wire.OpSend) || info.Is(wire.OpWrite) || readAtomic)
 	if held {
 		r.stash.put(psn, p)
 	}
@@ -64,10 +81,10 @@ func (qp *QP) respAhead(p wire.Packet, psn wire.PSN, d int32) respOutcome {
 		return respHeld
 	case r.sentNAK:
 		return respSeqDrop
-	case held && !p.BTH().AckRequest():
+	case held && (readAtomic || !p.BTH().AckRequest()):
 		return respHeld
 	}
-	r.sentNAK = true
+	r.sentNAK, r.nakAt = true, now
 	qp.sendACK(wire.NAKSyndrome(wire.NAKPSNSequenceError), r.psn)
 	qp.dev.counters.inc(NAKSent)
 	return respSeqNAK

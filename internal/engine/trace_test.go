@@ -66,7 +66,7 @@ func traceRig(tb testing.TB) (r *fuzzRig, req, resp wire.Packet) {
 	req, _ = wire.NewPacket(make([]byte, 64), 0, &wire.BTHFields{Opcode: wire.RCSendOnly, PKey: defaultPKey, PSN: 9}, 0)
 	resp, _ = wire.NewPacket(make([]byte, 64), 0, &wire.BTHFields{Opcode: wire.RCAcknowledge, PKey: defaultPKey, PSN: wire.PSNMask}, 0)
 	r.qp.mu.Lock()
-	r.qp.respond(req)
+	r.qp.respond(req, time.Now())
 	r.qp.mu.Unlock()
 	return r, req, resp
 }
@@ -80,7 +80,7 @@ func TestTraceAllocations(t *testing.T) {
 	defer qp.mu.Unlock()
 	now := time.Now()
 	run := func() {
-		qp.respond(req)
+		qp.respond(req, time.Now())
 		qp.complete(resp, now)
 	}
 	if n := testing.AllocsPerRun(1000, run); n != 0 {
@@ -115,7 +115,7 @@ func BenchmarkTrace(b *testing.B) {
 			now := time.Now()
 			b.ReportAllocs()
 			for b.Loop() {
-				qp.respond(req)
+				qp.respond(req, time.Now())
 				qp.complete(resp, now)
 			}
 		})
