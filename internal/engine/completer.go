@@ -10,7 +10,7 @@ import (
 )
 
 // completer matches responses to send WQEs, completes them in order and
-// drives retransmission (IBA 9.7.6, rxe_comp.c). Owned by the QP's turn.
+// drives retransmission (IBA 9.7.6, doc/protocol.md §8). Owned by the QP's turn.
 //
 // It writes only its own fields and the WQEs it completes. What the
 // requester must do next it reports in fields the requester reads: resends
@@ -86,7 +86,7 @@ func (qp *QP) oldest() *sendWQE {
 }
 
 // compPhase is a step of the completer's handling of one response, in the
-// order of the requester's response checks (IBA 9.7.6.1) and rxe_comp.c:
+// order of the requester's response checks (IBA 9.7.6.1), as rxe takes them:
 // check the PSN, then the kind of response, place READ or atomic data,
 // then complete, retry or fail, and update the timers.
 type compPhase uint8

@@ -59,8 +59,9 @@ func (qp *QP) modify(attr *QPAttr, mask ib.QPAttrMask) error {
 	return nil
 }
 
-// checkValues validates the attribute values the mask names (rxe_qp.c
-// rxe_qp_chk_attr and ib_modify_qp_is_ok).
+// checkValues validates the attribute values the mask names, with the
+// limits and transitions of doc/protocol.md §11 (as rxe and the kernel's
+// verbs layer check them).
 func (qp *QP) checkValues(a *QPAttr, mask ib.QPAttrMask) error {
 	bad := func(what string, v any) error { return fmt.Errorf("%w: %s %v", ErrInvalidArgument, what, v) }
 	if mask&ib.QPAttrPort != 0 && a.PortNum != 1 {

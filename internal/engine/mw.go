@@ -31,8 +31,8 @@ type mwBind struct {
 func (w *sendWQE) isLocal() bool { return w.opcode == ib.WRBindMW || w.opcode == ib.WRLocalInv }
 
 // checkMWOp validates a BIND_MW or LOCAL_INV when it is posted: no data,
-// and a bind names a window that was not deallocated (rxe_verbs.c
-// validate_send_wr). Whether the bind or the invalidation can be done is
+// and a bind names a window that was not deallocated (as rxe checks at
+// post time). Whether the bind or the invalidation can be done is
 // learnt when it executes.
 func checkMWOp(wr *SendWR) error {
 	if len(wr.SGList) != 0 || wr.Flags&ib.SendInline != 0 {

@@ -61,7 +61,7 @@ func (qp *QP) PostSend(wr *SendWR) (bad int, err error) {
 // maxReadPSNs bounds the response packets of one READ.
 const maxReadPSNs = 1<<22 - maxWindow
 
-// checkSendWR validates a send WR against the QP (rxe_verbs.c validate_send_wr).
+// checkSendWR validates a send WR against the QP, as rxe does at post time.
 func (qp *QP) checkSendWR(wr *SendWR) error {
 	if !qp.kind.allows(wr.Opcode) {
 		return ErrBadOpcode

@@ -34,8 +34,8 @@ func (p *inPkt) free() {
 	*p = inPkt{}
 }
 
-// recvLoop reads batches from the link, checks each packet (doc/protocol.md §1.4,
-// rxe_recv.c) and queues it on its QP. Every rejected packet is dropped and
+// recvLoop reads batches from the link, checks each packet (doc/protocol.md
+// §1.4) and queues it on its QP. Every rejected packet is dropped and
 // counted; none is answered.
 func (d *Device) recvLoop() {
 	defer d.wg.Done()
@@ -204,7 +204,7 @@ func (d *Device) accept(m *conn.Message, env *wire.Envelope) *QP {
 		d.counters.inc(DropMalformed)
 		return nil
 	}
-	// The header checks come before the ICRC, as in rxe_rcv: they cost a
+	// The header checks come before the ICRC, as rxe orders them: they cost a
 	// few loads, the ICRC a pass over the packet, so a flood for other
 	// QPs or from a stranger is dropped cheaply (doc/protocol.md §1.4).
 	bth := p.BTH()
@@ -268,7 +268,7 @@ func icrcOK(p wire.Packet, env *wire.Envelope, m *conn.Message) bool {
 	return err == nil
 }
 
-// stateAccepts applies the QP-state rule of rxe_recv.c: requests need RTR
+// stateAccepts applies the QP-state rule rxe applies on receive: requests need RTR
 // or later, responses RTS or later, and a QP in ERR takes nothing.
 func stateAccepts(st ib.QPState, p wire.Packet) bool {
 	min := ib.QPStateRTS

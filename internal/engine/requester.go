@@ -22,7 +22,7 @@ const (
 	defaultPKey = 0xffff
 )
 
-// requester is the send side's packet generator (rxe_req.c).
+// requester is the send side's packet generator (doc/design.md §2).
 // Owned by the QP's turn; only the requester writes it. It reads what the
 // completer reports (see completer) and acts on it in catchUp.
 type requester struct {

@@ -66,7 +66,8 @@ type resource struct {
 }
 
 // respOutcome is what the responder made of one request packet: the
-// results of rxe_resp.c's states, and the error classes of IBA 9.9.3.
+// outcomes of its checks (doc/protocol.md §12.3), and the error classes of
+// IBA 9.9.3.
 type respOutcome uint8
 
 const (
@@ -330,8 +331,7 @@ func (qp *QP) respWrite(p wire.Packet, psn wire.PSN) respOutcome {
 // notes the ACK it asked for. The packet that fills the gap of a sequence
 // NAK is acknowledged whether it asks or not: a requester that went back
 // for the NAK takes no further sequence NAK as a reason to go back again
-// until an ACK shows the resend arriving (rxe: started_retry, cleared only
-// by an ACK), so without it a second loss in the resend would wait for
+// until an ACK shows the resend arriving (rxe's requester does so), so without it a second loss in the resend would wait for
 // the requester's timer (doc/protocol.md §6.3).
 func (qp *QP) acceptRequest(p wire.Packet, psn wire.PSN) {
 	r := &qp.resp

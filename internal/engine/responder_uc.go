@@ -11,7 +11,7 @@ import (
 // means one was lost: that message is dropped — what it placed stays, its
 // receive WQE completes nothing and takes the next SEND — and so is every
 // packet until a FIRST or ONLY starts a message, which is taken whole at
-// whatever PSN it has (IBA 9.8, unreliable services; rxe's check_psn). Requests a RC
+// whatever PSN it has (IBA 9.8, unreliable services; rxe does the same). Requests a RC
 // responder NAKs are dropped the same way (unackedErrors).
 func (qp *QP) respondUC(in *inPkt) {
 	p, r := in.p, &qp.resp

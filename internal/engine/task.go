@@ -2,7 +2,7 @@ package engine
 
 import "sync/atomic"
 
-// Task states, as in rxe_task.c: an idle task is run by whoever schedules
+// Task states, as rxe schedules its tasks: an idle task is run by whoever schedules
 // it; scheduling a busy task arms it, so the running owner takes one more
 // turn instead of losing the wake-up.
 const (

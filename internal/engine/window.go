@@ -20,7 +20,7 @@ import (
 // per window of PSNs.
 const (
 	// minWindow is where a window starts and where a loss takes it back
-	// (rxe: RXE_MAX_UNACKED_PSNS), so a loss on a lossy path, and the
+	// (rxe's fixed limit of unacknowledged PSNs), so a loss on a lossy path, and the
 	// go-back-N burst it starts, never cost more than with the fixed
 	// window.
 	minWindow = 128

@@ -1,6 +1,6 @@
 // Package ib is the verbs vocabulary shared by the public verbs package and
 // the engine: the key and queue pair number types, the enums and flag sets
-// of libibverbs (rdma-core libibverbs/verbs.h) with their libibverbs values,
+// of libibverbs (rdma-core's verbs header) with their libibverbs values,
 // and the QP state-transition table of the Linux RDMA core. Nothing here
 // travels on the wire (that is internal/wire); the values are the familiar
 // C ones so that code, logs and errors read like their C counterparts.

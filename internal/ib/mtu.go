@@ -48,7 +48,7 @@ func MTUFromBytes(n int) (MTU, bool) {
 }
 
 // ActiveMTU returns the port's active MTU for a link (netdev) MTU, by rxe's
-// rule (rxe.c rxe_set_mtu, doc/protocol.md §5.1): linkMTU − 80 rounded
+// rule (doc/protocol.md §5.1): linkMTU − 80 rounded
 // down to an MTU value, at least MTU256 and at most MTU4096. A 1500-byte
 // link gives MTU1024, a 9000-byte one MTU4096.
 func ActiveMTU(linkMTU int) MTU {

@@ -40,8 +40,8 @@ type typeRules [numQPTypes]attrRule
 // QPAttrState: any→RESET and any→ERR (doc/protocol.md §11.5).
 var noAttrs = typeRules{rc: {allowed: true}, uc: {allowed: true}, ud: {allowed: true}}
 
-// qpStateTable is qp_state_table of linux drivers/infiniband/core/verbs.c
-// (the IBA QP state transition properties) for RC, UC and UD, indexed
+// qpStateTable holds the IBA QP state transition properties (IBA 10.3.1,
+// as the kernel's verbs layer tabulates them) for RC, UC and UD, indexed
 // [cur][next][type]: the allowed transitions of doc/protocol.md §11.2 and the
 // required and optional attributes of §11.4. A zero cell is a transition
 // the type may not make. One difference from the kernel, after §11.2: SQE→RTS

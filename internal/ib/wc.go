@@ -33,8 +33,8 @@ const (
 	WCTMRndvIncomplete WCStatus = 23 // IBV_WC_TM_RNDV_INCOMPLETE
 )
 
-// wcStatusNames are the texts of rdma-core's ibv_wc_status_str
-// (libibverbs/enum_strs.c), verbatim.
+// wcStatusNames are the texts rdma-core's ibv_wc_status_str prints,
+// verbatim, so tools' messages match the C tools'.
 var wcStatusNames = [...]string{
 	WCSuccess:          "success",
 	WCLocLenErr:        "local length error",

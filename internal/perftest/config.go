@@ -168,8 +168,8 @@ func ParseArgs(prog string, args []string, stderr io.Writer) (Config, error) {
 }
 
 // connection returns the QP type of -c s for a test of verb v, refusing
-// what perftest refuses with its words (perftest_parameters.c
-// change_conn_type) and the types goverbs does not have.
+// what perftest 4.5 refuses, with its words (doc/tools.md §2.11), and the types
+// goverbs does not have.
 func connection(s string, v Verb) (verbs.QPType, error) {
 	switch s {
 	case "RC":
@@ -191,7 +191,7 @@ func connection(s string, v Verb) (verbs.QPType, error) {
 }
 
 // check applies perftest's range checks and its adjustments of one option
-// to another (force_dependecies in perftest_parameters.c).
+// to another, as perftest 4.5 makes them (doc/tools.md §2.2).
 func (c *Config) check(set map[string]bool) error {
 	isSet := func(short, long string) bool { return set[short] || set[long] }
 	t := c.Test
