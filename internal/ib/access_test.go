@@ -9,7 +9,7 @@ import (
 )
 
 func TestAccessFlagValues(t *testing.T) {
-	// enum ibv_access_flags, rdma-core libibverbs/verbs.h (doc/protocol.md §12.1).
+	// The values of libibverbs' enum ibv_access_flags (doc/protocol.md §12.1).
 	for _, tc := range []struct {
 		flag ib.AccessFlags
 		want uint32

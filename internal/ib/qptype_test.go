@@ -7,7 +7,7 @@ import (
 )
 
 func TestQPType(t *testing.T) {
-	// enum ibv_qp_type, rdma-core libibverbs/verbs.h.
+	// The values of libibverbs' enum ibv_qp_type.
 	for _, tc := range []struct {
 		typ   ib.QPType
 		value uint8
