@@ -37,8 +37,6 @@ type responder struct {
 	lostAt     time.Time  // when the last such turn was
 	stallAt    time.Time  // when the stall NAK is due (probe.go)
 	nakAt      time.Time  // when the sequence NAK out was sent, for its round trip
-	dupACK     wire.PSN   // the PSN the last ACK of a duplicate acknowledged
-	dupACKAt   time.Time  // and when; zero: none yet
 
 	// ackFirst is set when a message of the turn completed a receive: the
 	// ACK then leaves ahead of the turn's requests (QP.turn).
@@ -136,7 +134,7 @@ func (qp *QP) respond(p wire.Packet, now time.Time) {
 		o = qp.respAhead(p, psn, d, now)
 	case d < 0:
 		qp.dev.counters.inc(DuplicateRequest)
-		o = qp.duplicate(p, psn, now)
+		o = qp.duplicate(p, psn)
 	default:
 		if r := &qp.resp; r.sentNAK && !r.nakAt.IsZero() {
 			qp.comp.smooth(now.Sub(r.nakAt)) // the NAK's round trip
@@ -341,31 +339,6 @@ func (qp *QP) acceptRequest(p wire.Packet, psn wire.PSN) {
 	if qp.kind.acked && (p.BTH().AckRequest() || r.sentNAK) {
 		r.ackPending, r.ackPSN = true, psn
 	}
-}
-
-// minDupACKGap bounds ackDuplicate's gap below, for a path whose round
-// trip is not measured or shorter.
-const minDupACKGap = 50 * time.Microsecond
-
-// ackDuplicate answers a duplicate SEND or WRITE packet, at now, with an
-// ACK of the last PSN acknowledged, whatever its AckReq (doc/protocol.md
-// §7.6), coalesced: with the turn's other ACKs, and with the ACK of the
-// same PSN a duplicate drew less than a round trip ago. A requester that
-// goes back N resends a run of packets the responder already has (those
-// held past the gap it NAKed, §6.3), and each answered alone sent the
-// same ACK again and again: rxe's go-back-N after a loss in the lab drew
-// 47,025 ACKs for as many duplicates, every one a packet its emulated
-// host had to take in. The same ACK again tells the requester something
-// only if the last one was lost, which it can show no sooner than a round
-// trip later.
-func (qp *QP) ackDuplicate(now time.Time) {
-	r := &qp.resp
-	psn := r.psn.Sub(1)
-	if !r.dupACKAt.IsZero() && r.dupACK == psn && now.Sub(r.dupACKAt) < max(qp.comp.srtt, minDupACKGap) {
-		return
-	}
-	r.dupACK, r.dupACKAt = psn, now
-	r.ackPending, r.ackPSN = true, psn
 }
 
 // respFail sends the NAK of error class e, fails the receive WQE in use and

@@ -256,11 +256,12 @@ func (qp *QP) takeResource() *resource {
 // duplicate answers a request the responder has seen (doc/protocol.md §7.6):
 // SEND and WRITE are acknowledged again, READs re-executed, atomics answered
 // from the resource cache. Unknown duplicates are dropped.
-func (qp *QP) duplicate(p wire.Packet, psn wire.PSN, now time.Time) respOutcome {
+func (qp *QP) duplicate(p wire.Packet, psn wire.PSN) respOutcome {
 	info := p.Info()
 	switch {
 	case info.Is(wire.OpSend), info.Is(wire.OpWrite):
-		qp.ackDuplicate(now)
+		qp.sendACK(wire.ACKSyndrome(wire.CreditsUnlimited), qp.resp.psn.Sub(1))
+		qp.dev.counters.inc(ACKSent)
 		return respDupACK
 	case info.Is(wire.OpRead):
 		reth := p.RETH()
