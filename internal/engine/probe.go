@@ -151,7 +151,10 @@ func (qp *QP) armStall(now time.Time) {
 func (qp *QP) stalled(now time.Time) bool {
 	r := &qp.resp
 	lossy := !r.lostAt.IsZero() && now.Sub(r.lostAt) < lossMemory
-	return r.sentNAK || r.stash.n > 0 || (lossy && (r.inSend || r.inWrite))
+	// A held request at the expected PSN waits for a READ stream, not for
+	// the requester.
+	gap := r.stash.n > 0 && r.stash.peek(r.psn) == nil
+	return r.sentNAK || gap || (lossy && (r.inSend || r.inWrite))
 }
 
 // checkStall sends the stall NAK when its time has passed.

@@ -247,7 +247,11 @@ func (qp *QP) turn() (more bool) {
 	budget := turnBudget
 	for budget > 0 && qp.State() != ib.QPStateErr {
 		if qp.resp.read.active {
-			if n := qp.streamRead(now, budget); n > 0 || !qp.resp.read.active {
+			n := qp.streamRead(now, budget)
+			if qp.replayStash() {
+				qp.resp.rx = true // held requests the stream kept waiting ran
+			}
+			if n > 0 || !qp.resp.read.active {
 				budget -= n
 				continue
 			}

@@ -140,6 +140,9 @@ func (qp *QP) respond(p wire.Packet, now time.Time) {
 			qp.comp.smooth(now.Sub(r.nakAt)) // the NAK's round trip
 			r.nakAt = time.Time{}
 		}
+		// A copy held earlier, which a stream kept from running, is the
+		// same request: drop it, or it would run when the PSNs come round.
+		qp.resp.stash.take(psn)
 		qp.respondInOrder(p, psn)
 		qp.replayStash()
 		return

@@ -36,15 +36,24 @@ func (s *stash) put(psn wire.PSN, p wire.Packet) {
 	e.psn, e.full, e.buf = psn, true, append(e.buf[:0], p...)
 }
 
-// take returns the packet of PSN psn, if one is held, and frees its slot.
-func (s *stash) take(psn wire.PSN) wire.Packet {
+// peek returns the packet of PSN psn, if one is held.
+func (s *stash) peek(psn wire.PSN) wire.Packet {
 	e := &s.slot[uint32(psn)%stashSlots]
 	if !e.full || e.psn != psn {
 		return nil
 	}
-	e.full = false
-	s.n--
 	return wire.Packet(e.buf)
+}
+
+// take returns the packet of PSN psn, if one is held, and frees its slot;
+// the packet stays valid until the slot is filled again.
+func (s *stash) take(psn wire.PSN) wire.Packet {
+	p := s.peek(psn)
+	if p != nil {
+		s.slot[uint32(psn)%stashSlots].full = false
+		s.n--
+	}
+	return p
 }
 
 // clear empties every slot, keeping the buffers.
@@ -90,19 +99,19 @@ func (qp *QP) respAhead(p wire.Packet, psn wire.PSN, d int32, now time.Time) res
 	return respSeqNAK
 }
 
-// replayStash executes the held packets that are now in order. A SEND or
-// WRITE must not overtake the responses of a READ stream (readWaits); one
-// that would stays held, and the requester's resend brings it again.
-func (qp *QP) replayStash() {
+// replayStash executes the held packets that are now in order, and
+// reports whether it executed any. A request must not overtake the
+// responses of a READ stream, nor a READ a full queue of them
+// (readWaits): one that would stays held until the turn finds the stream
+// done (QP.turn).
+func (qp *QP) replayStash() (ran bool) {
 	for {
-		p := qp.resp.stash.take(qp.resp.psn)
-		if p == nil {
-			return
+		p := qp.resp.stash.peek(qp.resp.psn)
+		if p == nil || qp.readWaits(p) {
+			return ran
 		}
-		if qp.readWaits(p) {
-			qp.resp.stash.put(qp.resp.psn, p)
-			return
-		}
+		qp.resp.stash.take(qp.resp.psn)
 		qp.respondInOrder(p, qp.resp.psn)
+		ran = true
 	}
 }
