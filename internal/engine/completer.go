@@ -41,9 +41,13 @@ type completer struct {
 	asks    uint32
 	lossAt  time.Time
 	srtt    time.Duration
-	// resendFrom, if past psn, is where a go-back-N starts instead
-	// (seqNAKPastRead): the requests before it arrived.
+	// resendFrom, when resendSet, is where the next go-back-N starts
+	// instead of psn (seqNAKPastRead): the requests before it arrived.
+	// A flag, not a PSN compared with psn: a value left from long ago
+	// (or the zero of a new connection) lies "between" psn and maxPSN
+	// again once the PSNs come round.
 	resendFrom wire.PSN
+	resendSet  bool
 	// The tail probe (probe.go): when it is due, the probes raised for
 	// the requester, and the flight last probed.
 	probeAt  time.Time

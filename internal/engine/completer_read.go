@@ -266,7 +266,7 @@ func (qp *QP) seqNAKPastRead(c *compCtx) compPhase {
 		// skip the READ (the million-operation soak failed a READ so).
 		return compUpdate
 	}
-	qp.comp.resendFrom = c.psn
+	qp.comp.resendFrom, qp.comp.resendSet = c.psn, true
 	return compRetry
 }
 

@@ -125,10 +125,10 @@ func (qp *QP) rdAtomicInFlight() uint32 { return qp.req.rdAtomicStarted - qp.com
 // later started WQE is sent again from its start.
 func (qp *QP) rewind() {
 	from := qp.comp.psn
-	if r := qp.comp.resendFrom; from.Less(r) && r.Less(qp.req.maxPSN) {
+	if r := qp.comp.resendFrom; qp.comp.resendSet && from.Less(r) && r.Less(qp.req.maxPSN) {
 		from = r // the requests before it arrived (seqNAKPastRead)
 	}
-	qp.comp.resendFrom = qp.comp.psn // used once: a timeout goes back to psn
+	qp.comp.resendSet = false // used once: a timeout goes back to psn
 	qp.req.psn = from
 	qp.req.cur = qp.sq.Tail()
 	for i := qp.sq.Head(); i != qp.sq.Tail(); i++ {
