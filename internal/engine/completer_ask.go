@@ -249,7 +249,9 @@ func (qp *QP) sendAsks(now time.Time) {
 		p.RETH().Encode(&wire.RETHFields{VA: w.remoteAddr + uint64(off), RKey: uint32(w.rkey), DMALength: end - off})
 		qp.xmit.queue(qp, p)
 		qp.req.seq++
-		w.ask, w.askAt, w.askSeq = askSent, now, qp.req.seq
+		// Karn: a response may now answer either request, so it measures
+		// no round trip.
+		w.ask, w.askAt, w.askSeq, w.sentAt = askSent, now, qp.req.seq, time.Time{}
 		qp.dev.counters.inc(RetransmittedPkts)
 		qp.dev.counters.inc(CompleterRetryErr)
 		qp.req.win.loss(w.askFrom, qp.req.maxPSN)

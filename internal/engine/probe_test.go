@@ -230,3 +230,38 @@ func TestReadRequestAheadHeld(t *testing.T) {
 		counters: map[Counter]uint64{NAKSent: 1, OutOfSeqRequest: 1},
 	}})
 }
+
+// srttIs checks the smoothed round trip the rig's QP measured.
+func srttIs(want time.Duration) func(t *testing.T, r *pktRig) {
+	return func(t *testing.T, r *pktRig) {
+		r.qp.mu.Lock()
+		defer r.qp.mu.Unlock()
+		if got := r.qp.comp.srtt; got != want {
+			t.Errorf("srtt %v, want %v", got, want)
+		}
+	}
+}
+
+// TestRoundTripSamples checks Karn's rule for a READ asked again: its
+// first response may answer either request, so it measures no round
+// trip. Timed from the first request, it counted the reorder window in,
+// so every loss widened the windows of the lossy paths they are for.
+// (The ACK of a tail-probed packet still measures one, from the first
+// sending; see doc/protocol.md §8.6.)
+func TestRoundTripSamples(t *testing.T) {
+	b := newBigReads()
+	four := [2]uint32{0, 1024}
+	runRows(t, []row{{
+		name:  "the first response of a READ asked again",
+		setup: b.setup,
+		steps: seq([]step{{post: b.read(four), want: []out{ask(0, 0, 1024)}}},
+			b.resps(0, 0, 1024, 1, 2, 3),
+			[]step{
+				{sleep: 2048 * time.Nanosecond, want: []out{ask(0, 0, 256)}},
+				{sleep: time.Microsecond},
+				{in: b.resp(0, 0, 1024, 0)},
+			}),
+		wcs:   []wantWC{{1, ib.WCSuccess, ib.WCRDMARead, 1024}},
+		check: srttIs(0),
+	}})
+}
