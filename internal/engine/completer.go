@@ -324,10 +324,17 @@ func (qp *QP) compReadData(c *compCtx) compPhase {
 // retryLost asks again for a response the responder went past, if the
 // request was sent and is not already being sent again. The response that
 // shows it restarts the timer, without reloading the retry counter: the
-// responder is alive and streams on, and answers what
-// was asked again only after that.
+// responder is alive and streams on, and answers what was asked again
+// only after that. During a go-back-N it does not: the go-back-N started
+// the timer for its resend, and responses past a lost one can keep
+// coming for ever — the answers to READs asked again, which a READ asks
+// every few round trips — so pushing the timer for each kept the resend
+// of a lost atomic ACK from ever being retried (TestSoak -soak stopped
+// making progress so, both QPs in RTS: TestPastResponsesDuringRetry).
 func (qp *QP) retryLost(c *compCtx) compPhase {
-	qp.comp.restartTimer(c.now, &qp.attr)
+	if !qp.comp.retrying {
+		qp.comp.restartTimer(c.now, &qp.attr)
+	}
 	if c.w.state == wqeSent && !qp.resendPending() {
 		return compRetry
 	}

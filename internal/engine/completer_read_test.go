@@ -357,3 +357,46 @@ func TestSeqNAKPastReadDuringRetry(t *testing.T) {
 		counters: map[Counter]uint64{LocalACKTimeout: 2, CompleterRetryErr: 2},
 	}})
 }
+
+// TestPastResponsesDuringRetry: an atomic whose ACK is lost, behind which
+// a READ's response arrives, goes back N; when the resend's answer is
+// lost too, responses past the atomic that keep coming (a READ asked
+// again is answered again and again) must not push the ACK timer out,
+// or the atomic is never sent a third time.
+func TestPastResponsesDuringRetry(t *testing.T) {
+	b := newBigReads()
+	fetchAdd := out{op: wire.RCFetchAdd, psn: 0}
+	steps := []step{
+		{post: func(r *pktRig) *SendWR {
+			rd := b.read([2]uint32{0, 16})(r)
+			rd.WRID = 2
+			return &SendWR{WRID: 1, Opcode: ib.WRAtomicFetchAndAdd, Flags: ib.SendSignaled, RemoteAddr: peerVA, RKey: peerRKey,
+				CompareAdd: 3, SGList: []SGE{{Addr: mem.AddrOf(r.region) + atomicOff, Length: 8, LKey: ib.LKey(r.key)}}, Next: rd}
+		}, want: []out{fetchAdd, ask(1, 0, 16)}},
+		{in: b.resp(1, 0, 16, 0), want: []out{fetchAdd, ask(1, 0, 16)}},
+	}
+	for range 4 { // 8 µs of answers past the atomic, the ACK timeout 8.192 µs
+		steps = append(steps, step{sleep: 2 * time.Microsecond}, step{in: b.resp(1, 0, 16, 0)})
+	}
+	steps = append(steps,
+		step{sleep: time.Microsecond, want: []out{fetchAdd, ask(1, 0, 16)}},
+		step{in: &pkt{op: wire.RCAtomicAcknowledge, psn: 0, fill: func(_ *pktRig, p wire.Packet) {
+			p.AETH().SetSyndrome(wire.ACKSyndrome(wire.CreditsUnlimited))
+			p.AtomicAckETH().SetOrigData(7)
+		}}},
+		step{in: b.resp(1, 0, 16, 0)},
+	)
+	runRows(t, []row{{
+		name: "the timeout resends a lost atomic while READ answers pass it",
+		setup: func(t *testing.T, r *pktRig) {
+			b.setup(t, r)
+			r.qp.mu.Lock()
+			r.qp.attr.RetryCnt, r.qp.comp.retryCnt = 3, 3
+			r.qp.mu.Unlock()
+		},
+		steps:    steps,
+		wcs:      []wantWC{{1, ib.WCSuccess, ib.WCFetchAdd, 8}, {2, ib.WCSuccess, ib.WCRDMARead, 16}},
+		counters: map[Counter]uint64{LocalACKTimeout: 1, CompleterRetryErr: 2},
+		check:    b.landed([2]uint32{0, 16}),
+	}})
+}

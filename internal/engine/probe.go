@@ -110,7 +110,9 @@ func (qp *QP) sendProbe() {
 	ok := qp.sendSegment(w, &f)
 	w.sent, qp.req.psn, qp.req.noAck = sent, next, noAck
 	if ok {
-		w.state = st
+		// Karn: the ACK may answer the first sending or the probe, so it
+		// measures no round trip.
+		w.state, w.sentAt = st, time.Time{}
 		qp.dev.counters.inc(RetransmittedPkts)
 	}
 }

@@ -242,16 +242,26 @@ func srttIs(want time.Duration) func(t *testing.T, r *pktRig) {
 	}
 }
 
-// TestRoundTripSamples checks Karn's rule for a READ asked again: its
-// first response may answer either request, so it measures no round
-// trip. Timed from the first request, it counted the reorder window in,
-// so every loss widened the windows of the lossy paths they are for.
-// (The ACK of a tail-probed packet still measures one, from the first
-// sending; see doc/protocol.md §8.6.)
+// TestRoundTripSamples checks Karn's rule: an answer that may answer
+// either of two sendings measures no round trip. Timed from the first
+// sending, the ACK of a probed packet counted the probe time in (srtt
+// 1.387 µs for a 1 µs path), and the response to a READ asked again the
+// reorder window, so every loss widened the probe time and the READ
+// windows of the lossy paths they are for.
 func TestRoundTripSamples(t *testing.T) {
 	b := newBigReads()
 	four := [2]uint32{0, 1024}
 	runRows(t, []row{{
+		name:  "the ACK of a probed packet",
+		setup: measured,
+		steps: []step{
+			{post: sends(2), want: []out{sendOnly(0, 0), sendOnly(1, 1)}},
+			{sleep: rigProbe, want: []out{sendOnly(1, 1)}},
+			{in: inACK(1)},
+		},
+		wcs:   []wantWC{{1, ib.WCSuccess, ib.WCSend, 8}, {2, ib.WCSuccess, ib.WCSend, 8}},
+		check: srttIs(time.Microsecond),
+	}, {
 		name:  "the first response of a READ asked again",
 		setup: b.setup,
 		steps: seq([]step{{post: b.read(four), want: []out{ask(0, 0, 1024)}}},
