@@ -315,9 +315,7 @@ func (qp *QP) compReadData(c *compCtx) compPhase {
 		}
 		qp.gotTo(w, qp.comp.psn)
 	}
-	if qp.comp.board.n > 0 || qp.comp.psn.Less(qp.comp.ackNext) {
-		qp.advance() // what came ahead, or was acknowledged, behind it
-	}
+	qp.advanceBehind()
 	return compUpdate
 }
 
@@ -357,9 +355,7 @@ func (qp *QP) compAtomicData(c *compCtx) compPhase {
 	qp.sampleRTT(w, c.psn, c.now)
 	qp.comp.psn = c.psn.Next()
 	qp.finishSend(w, ib.WCSuccess)
-	if qp.comp.board.n > 0 || qp.comp.psn.Less(qp.comp.ackNext) {
-		qp.advance() // what came ahead, or was acknowledged, behind it
-	}
+	qp.advanceBehind()
 	return compUpdate
 }
 

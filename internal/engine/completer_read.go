@@ -221,6 +221,15 @@ func (qp *QP) advance() {
 	}
 }
 
+// advanceBehind completes, after an in-order response, what it brought
+// into order: responses placed ahead of it, or SENDs and WRITEs an
+// earlier response acknowledged past it. Without either it costs nothing.
+func (qp *QP) advanceBehind() {
+	if c := &qp.comp; c.board.n > 0 || c.psn.Less(c.ackNext) {
+		qp.advance()
+	}
+}
+
 // compPast handles a response past the oldest WQE, a READ or atomic that
 // only its own response completes. Past a READ, a READ response or atomic
 // ACK of a later WQE is placed, and an ACK acknowledges the SENDs and
