@@ -14,7 +14,11 @@ import (
 	"github.com/goverbs/goverbs/verbs/verbstest"
 )
 
-var soak = flag.Bool("soak", false, "run TestSoak's full 1,000,000 operations (about 10 minutes)")
+var (
+	soak     = flag.Bool("soak", false, "run TestSoak's full 1,000,000 operations (about 10 minutes)")
+	soakSeed = flag.Uint64("soak.seed", 11, "TestSoak's seed: of the fabric's impairments and of the operations drawn")
+	soakOps  = flag.Int("soak.ops", 0, "TestSoak's operation count, if not 0")
+)
 
 // The soak's shape: batches of up to soakBatch operations are posted at
 // once, each with its own slot of soakSlot bytes, so nothing in flight
@@ -49,10 +53,13 @@ func TestSoak(t *testing.T) {
 	if *soak {
 		ops, loss = 1_000_000, 0.10
 	}
+	if *soakOps > 0 {
+		ops = *soakOps
+	}
 	synctest.Test(t, func(t *testing.T) {
 		o := verbs.DefaultConnectOptions()
 		o.Timeout, o.RetryCnt, o.RNRRetry, o.MinRNRTimer = 11, 7, 7, 1 // 8.4 ms, virtual
-		im := memconn.Impairments{Loss: loss, Duplicate: 0.10, Reorder: 0.05, Corrupt: 0.01, Seed: 11}
+		im := memconn.Impairments{Loss: loss, Duplicate: 0.10, Reorder: 0.05, Corrupt: 0.01, Seed: *soakSeed}
 		p := verbstest.New(t, verbstest.Options{Impairments: im, Connect: &o,
 			Cap: verbs.QPCap{MaxSendWR: 2 * soakBatch, MaxRecvWR: 2 * soakBatch}})
 		s := newSoakRig(t, p)
@@ -97,7 +104,7 @@ type soakOp struct {
 }
 
 func newSoakRig(t *testing.T, p *verbstest.Pair) *soakRig {
-	s := &soakRig{p: p, rng: rand.New(rand.NewPCG(11, 0x50a4))}
+	s := &soakRig{p: p, rng: rand.New(rand.NewPCG(*soakSeed, 0x50a4))}
 	s.src = p.A.Buffer(t, 2*soakSlot, 0x11)
 	s.back = p.A.Buffer(t, soakBatch*soakSlot, 0)
 	s.res = p.A.Buffer(t, 8*soakBatch, 0)
