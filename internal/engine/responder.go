@@ -58,23 +58,6 @@ type writeState struct {
 	total uint32 // DMA length, reported by WRITE_WITH_IMM completions
 }
 
-// resource remembers an executed READ or atomic so a duplicate can be
-// answered (doc/protocol.md §7.6).
-type resource struct {
-	kind        wire.OpFlags // wire.OpRead or wire.OpAtomic; 0 = empty
-	first, last wire.PSN
-	va          uint64
-	rkey        uint32
-	length      uint32
-	orig        uint64 // atomic: value before the operation
-	// READ: a response was sent, in loss epoch sentIn (readSent.epoch).
-	sent   bool
-	sentIn uint32
-	// atomic: a duplicate waits for READ responses before it to be
-	// answered (answerPassed).
-	replay bool
-}
-
 // respOutcome is what the responder made of one request packet: the
 // outcomes of its checks (doc/protocol.md §12.3), and the error classes of
 // IBA 9.9.3.

@@ -8,6 +8,23 @@ import (
 	"github.com/goverbs/goverbs/internal/wire"
 )
 
+// resource remembers an executed READ or atomic so a duplicate can be
+// answered (doc/protocol.md §7.6).
+type resource struct {
+	kind        wire.OpFlags // wire.OpRead or wire.OpAtomic; 0 = empty
+	first, last wire.PSN
+	va          uint64
+	rkey        uint32
+	length      uint32
+	orig        uint64 // atomic: value before the operation
+	// READ: a response was sent, in loss epoch sentIn (readSent.epoch).
+	sent   bool
+	sentIn uint32
+	// atomic: a duplicate waits for READ responses before it to be
+	// answered (answerPassed).
+	replay bool
+}
+
 // respRead executes an RDMA READ request: it takes a responder resource and
 // streams the response packets.
 func (qp *QP) respRead(p wire.Packet, psn wire.PSN) respOutcome {
