@@ -400,3 +400,25 @@ func TestPastResponsesDuringRetry(t *testing.T) {
 		check:    b.landed([2]uint32{0, 16}),
 	}})
 }
+
+// TestSeqNAKInsideRead: a sequence NAK names the PSN the responder
+// expects next, and no responder expects one inside a READ, whose PSNs it
+// takes all at once (doc/protocol.md §6.3). Taken as true, it moved the
+// completer's expected PSN over the READ's missing response, which the
+// go-back-N then never asked for, and the READ completed with a hole.
+// It is dropped: the READ completes with every byte its responses bring.
+func TestSeqNAKInsideRead(t *testing.T) {
+	b := newBigReads()
+	runRows(t, []row{{
+		name:  "a sequence NAK inside a READ is dropped",
+		setup: b.setup,
+		steps: seq([]step{
+			{post: b.read([2]uint32{0, 768}), want: []out{ask(0, 0, 768)}},
+			{in: b.resp(0, 0, 768, 0)},
+			{in: inNAK(wire.NAKPSNSequenceError, 2)},
+		}, b.resps(0, 0, 768, 2, 1)),
+		wcs:      []wantWC{{1, ib.WCSuccess, ib.WCRDMARead, 768}},
+		counters: map[Counter]uint64{CompleterRetryErr: 0, DropUnexpectedResponse: 1},
+		check:    b.landed([2]uint32{0, 768}),
+	}})
+}

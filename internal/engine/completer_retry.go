@@ -54,10 +54,16 @@ func nakError(code wire.NAKCode) compError {
 // compSeqNAK resends from the PSN the responder expects (IBA 9.7.5.2, NAK
 // code 0). A NAK for the PSN the requester has already gone back to (after
 // an RNR NAK, or a NAK that was sent twice) starts no second retry
-// (doc/protocol.md §8.2).
+// (doc/protocol.md §8.2). One for a PSN inside a READ or atomic, past its
+// first, names a PSN no responder expects, as it takes them all at once
+// (§6.3): it is dropped, as going back there would skip the READ's
+// missing responses, and the READ complete with a hole.
 func (qp *QP) compSeqNAK(c *compCtx) compPhase {
 	if c.w == nil || qp.nextPSN() == c.psn {
 		return compUpdate
+	}
+	if c.w.isReadAtomic() && c.w.firstPSN.Less(c.psn) {
+		return compMismatch
 	}
 	qp.comp.psn = c.psn
 	return compRetry

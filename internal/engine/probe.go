@@ -43,6 +43,10 @@ const (
 	// lossMemory is how long a request out of sequence marks the path
 	// as one that loses packets.
 	lossMemory = time.Second
+	// noTimerStall is the stall NAK's probe time on a QP without a local
+	// ACK timer before it measured a round trip: an eighth of the usual
+	// timeout, 14 (67 ms), as with it.
+	noTimerStall = 8 * time.Millisecond
 )
 
 // probeTime is how long a flight may stall before a probe: probeRTTs of
@@ -142,9 +146,26 @@ func (qp *QP) armStall(now time.Time) {
 		r.lost, r.lostAt = false, now
 	}
 	r.stallAt = time.Time{}
-	if t := qp.probeTime(); t > 0 && qp.stalled(now) {
-		r.stallAt = now.Add(t)
+	if qp.stalled(now) {
+		r.stallAt = now.Add(qp.stallTime())
 	}
+}
+
+// stallTime is how long the stall NAK waits: the probe time, or on a QP
+// without a local ACK timer — timeout 0, or one that only responds, in
+// RTR — probeRTTs smoothed round trips (a NAK's, which a responder
+// measures), at least minProbe, or noTimerStall before one is measured.
+// The timer is the requester's: the responder owes the NAK all the same,
+// as a held READ or atomic draws none when it comes (§6.3), and without
+// it the peer waited for its own timer, or for ever if it has none.
+func (qp *QP) stallTime() time.Duration {
+	if t := qp.probeTime(); t > 0 {
+		return t
+	}
+	if s := qp.comp.srtt; s > 0 {
+		return max(probeRTTs*s, minProbe)
+	}
+	return noTimerStall
 }
 
 // stalled reports whether the responder is owed packets it has reason to

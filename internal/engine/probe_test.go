@@ -228,6 +228,27 @@ func TestReadRequestAheadHeld(t *testing.T) {
 				want: []out{only(0, 1, data[:16]), only(1, 2, data[16:])}},
 		},
 		counters: map[Counter]uint64{NAKSent: 1, OutOfSeqRequest: 1},
+	}, {
+		// The local ACK timeout is the requester's: a QP with none of
+		// its own (timeout 0, or one that only responds, in RTR) still
+		// owes the NAK, which a held READ never draws on arrival; it
+		// sent none, and the peer waited for its own timer, or for
+		// ever without one.
+		name: "held, and the gap stays, on a QP without a local ACK timer",
+		setup: func(t *testing.T, r *pktRig) {
+			copy(r.region, data)
+			r.qp.mu.Lock()
+			r.qp.attr.Timeout = 0
+			r.qp.mu.Unlock()
+		},
+		steps: []step{
+			{in: &pkt{op: wire.RCReadRequest, psn: 1, ack: true, fill: rethAt(regionKey, 16, 16)}},
+			{sleep: noTimerStall - time.Nanosecond},
+			{sleep: time.Nanosecond, want: []out{nak(wire.NAKPSNSequenceError, 0, 0)}},
+			{in: &pkt{op: wire.RCReadRequest, psn: 0, ack: true, fill: rethAt(regionKey, 0, 16)},
+				want: []out{only(0, 1, data[:16]), only(1, 2, data[16:])}},
+		},
+		counters: map[Counter]uint64{NAKSent: 1, OutOfSeqRequest: 1},
 	}})
 }
 

@@ -262,7 +262,7 @@ func (qp *QP) turn() (more bool) {
 			break
 		}
 		p := in.packet()
-		if qp.readWaits(p) {
+		if qp.queueWaits(p) {
 			break
 		}
 		budget--

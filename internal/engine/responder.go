@@ -41,6 +41,13 @@ type responder struct {
 	// ackFirst is set when a message of the turn completed a receive: the
 	// ACK then leaves ahead of the turn's requests (QP.turn).
 	ackFirst bool
+
+	// Duplicates whose answer waits for READ responses (responder_dup.go):
+	// some do (dupLater), among them SENDs or WRITEs up to dupPSN (dupACK),
+	// and the atomics of the resources marked replay.
+	dupLater bool
+	dupACK   bool
+	dupPSN   wire.PSN
 }
 
 // writeState is the RDMA WRITE in progress, from its RETH.
@@ -49,20 +56,6 @@ type writeState struct {
 	rkey  uint32
 	resid uint32 // bytes still to come
 	total uint32 // DMA length, reported by WRITE_WITH_IMM completions
-}
-
-// resource remembers an executed READ or atomic so a duplicate can be
-// answered (doc/protocol.md §7.6).
-type resource struct {
-	kind        wire.OpFlags // wire.OpRead or wire.OpAtomic; 0 = empty
-	first, last wire.PSN
-	va          uint64
-	rkey        uint32
-	length      uint32
-	orig        uint64 // atomic: value before the operation
-	// READ: a response was sent, in loss epoch sentIn (readSent.epoch).
-	sent   bool
-	sentIn uint32
 }
 
 // respOutcome is what the responder made of one request packet: the
@@ -80,6 +73,8 @@ const (
 	respDupRead                      // duplicate READ: executed again
 	respDupAtomic                    // duplicate atomic: answered from its resource
 	respDupDrop                      // duplicate matching no resource: dropped
+	respDupLater                     // duplicate SEND, WRITE or atomic: answered after the READ responses before it
+	respBehind                       // request at or past the expected PSN: held while a READ stream runs
 	// The error classes, from here on: each sends a NAK and moves the QP
 	// to the error state (respErrors).
 	errInvalidRequest
@@ -98,6 +93,8 @@ var respOutcomeNames = [...]string{
 	respDupRead:       "duplicate READ, execute again",
 	respDupAtomic:     "duplicate atomic, replay",
 	respDupDrop:       "duplicate, dropped",
+	respDupLater:      "duplicate, answered after the READ responses",
+	respBehind:        "held behind a READ stream",
 	errInvalidRequest: "invalid request",
 	errRemoteAccess:   "remote access error",
 	errRecvLength:     "receive length error",
@@ -130,6 +127,8 @@ func (qp *QP) respond(p wire.Packet, now time.Time) {
 	qp.resp.rx = true
 	var o respOutcome
 	switch d := psn.Diff(qp.resp.psn); {
+	case d >= 0 && qp.readWaits(p):
+		o = qp.holdBehindStream(p, psn, d)
 	case d > 0:
 		o = qp.respAhead(p, psn, d, now)
 	case d < 0:

@@ -8,6 +8,23 @@ import (
 	"github.com/goverbs/goverbs/internal/wire"
 )
 
+// resource remembers an executed READ or atomic so a duplicate can be
+// answered (doc/protocol.md §7.6).
+type resource struct {
+	kind        wire.OpFlags // wire.OpRead or wire.OpAtomic; 0 = empty
+	first, last wire.PSN
+	va          uint64
+	rkey        uint32
+	length      uint32
+	orig        uint64 // atomic: value before the operation
+	// READ: a response was sent, in loss epoch sentIn (readSent.epoch).
+	sent   bool
+	sentIn uint32
+	// atomic: a duplicate waits for READ responses before it to be
+	// answered (answerPassed).
+	replay bool
+}
+
 // respRead executes an RDMA READ request: it takes a responder resource and
 // streams the response packets.
 func (qp *QP) respRead(p wire.Packet, psn wire.PSN) respOutcome {
@@ -110,16 +127,30 @@ func (qp *QP) startRead(s readStream) {
 }
 
 // readWaits reports whether the request p must wait for the READ streams
-// to end: its answer would overtake their responses. READs at or before
-// the expected PSN pass, to queue or to restart a stream, while the queue
-// has room; so does every response to this QP's own requests.
+// to end before it runs: its answer would overtake their responses. READs
+// at or before the expected PSN pass, to queue or to restart a stream,
+// while the queue has room; so do the other duplicates, which are
+// answered in their PSN order among the responses (responder_dup.go),
+// and every response to this QP's own requests.
 func (qp *QP) readWaits(p wire.Packet) bool {
 	info := p.Info()
 	if !qp.resp.read.active || !info.Is(wire.OpRequest) {
 		return false
 	}
-	return !info.Is(wire.OpRead) || p.BTH().PSN().Diff(qp.resp.psn) > 0 ||
-		qp.resp.readQ.n == maxQueuedReads
+	d := p.BTH().PSN().Diff(qp.resp.psn)
+	if !info.Is(wire.OpRead) {
+		return d >= 0
+	}
+	return d > 0 || qp.resp.readQ.n == maxQueuedReads
+}
+
+// queueWaits reports whether the request p, which must wait for the READ
+// streams (readWaits), waits in the inbound queue: only a duplicate READ
+// finding the queue full does. A request at or past the expected PSN
+// waits in the stash instead (holdBehindStream), so that the requests
+// behind it — above all duplicates, answered now — do not wait with it.
+func (qp *QP) queueWaits(p wire.Packet) bool {
+	return qp.readWaits(p) && p.BTH().PSN().Diff(qp.resp.psn) < 0
 }
 
 // streamRead sends READ response packets — FIRST/MIDDLE/LAST or ONLY by
@@ -187,6 +218,7 @@ func (qp *QP) streamRead(now time.Time, budget int) int {
 			} else {
 				pace.idle()
 			}
+			qp.answerPassed()
 		}
 	}
 	return n
@@ -251,39 +283,4 @@ func (qp *QP) takeResource() *resource {
 	res := &r.res[r.resNext]
 	r.resNext = (r.resNext + 1) % len(r.res)
 	return res
-}
-
-// duplicate answers a request the responder has seen (doc/protocol.md §7.6):
-// SEND and WRITE are acknowledged again, READs re-executed, atomics answered
-// from the resource cache. Unknown duplicates are dropped.
-func (qp *QP) duplicate(p wire.Packet, psn wire.PSN) respOutcome {
-	info := p.Info()
-	switch {
-	case info.Is(wire.OpSend), info.Is(wire.OpWrite):
-		qp.sendACK(wire.ACKSyndrome(wire.CreditsUnlimited), qp.resp.psn.Sub(1))
-		qp.dev.counters.inc(ACKSent)
-		return respDupACK
-	case info.Is(wire.OpRead):
-		reth := p.RETH()
-		for i := range qp.resp.res {
-			res := &qp.resp.res[i]
-			if res.kind != wire.OpRead || !psn.InWindow(res.first, uint32(res.last.Diff(res.first))+1) {
-				continue
-			}
-			// The retried READ must ask for a part of the original one.
-			end := uint64(res.va) + uint64(res.length)
-			if reth.RKey() != res.rkey || reth.VA() < res.va || reth.VA()+uint64(reth.DMALength()) > end {
-				return respDupDrop
-			}
-			return qp.repeatRead(i, reth.VA(), reth.RKey(), reth.DMALength(), psn)
-		}
-	case info.Is(wire.OpAtomic):
-		for i := range qp.resp.res {
-			if res := &qp.resp.res[i]; res.kind == wire.OpAtomic && res.first == psn {
-				qp.sendAtomicACK(psn, res.orig)
-				return respDupAtomic
-			}
-		}
-	}
-	return respDupDrop
 }

@@ -115,3 +115,24 @@ func (qp *QP) replayStash() (ran bool) {
 		ran = true
 	}
 }
+
+// holdBehindStream holds a request at or past the expected PSN that may
+// not overtake the READ streams (readWaits) in the stash, for its turn
+// when they end (replayStash). One past the expected PSN is out of
+// sequence as in respAhead, but draws no NAK, which would overtake the
+// streams too: the stall NAK asks for the gap if nothing fills it. One
+// further ahead than the stash reaches is dropped, as it would be after
+// the streams; waiting in the inbound queue instead, the rest of a long
+// SEND behind a READ kept the requester's resends behind it from the
+// responder until its retry_cnt ran out (TestSoak -soak).
+func (qp *QP) holdBehindStream(p wire.Packet, psn wire.PSN, d int32) respOutcome {
+	if d > 0 {
+		qp.dev.counters.inc(OutOfSeqRequest)
+		qp.resp.lost = true
+	}
+	if d >= stashSlots {
+		return respSeqDrop
+	}
+	qp.resp.stash.put(psn, p)
+	return respBehind
+}

@@ -15,8 +15,11 @@ import "github.com/goverbs/goverbs/internal/wire"
 //     responses;
 //   - it goes before the READs not asked again — the requester waits for
 //     it, and a go-back-N one drops everything else until it comes — and
-//     after those asked again before it, whose order is the requester's;
-//     the stream it overtakes resumes after it;
+//     among those asked again in PSN order, as all responses go: a copy
+//     of an old ask that a network delayed, queued behind a stream asked
+//     again and again while paced, never ran, and held back the answers
+//     to the duplicates after it; the stream it overtakes resumes after
+//     it;
 //   - asking for paceLossRun responses or more, sent since the last loss
 //     signal, is a new one, which backs the pacer off at the next turn;
 //     asking for ones sent before is that loss seen again, and asking for
@@ -50,13 +53,13 @@ func (qp *QP) repeatRead(i int, va uint64, rkey, length uint32, psn wire.PSN) re
 	case !r.read.active:
 		qp.sendPendingACK()
 		r.read = s
-	case !r.read.repeat:
+	case !r.read.repeat || psn.Less(r.read.psn):
 		cur := r.read
 		r.readQ.insert(0, &cur)
 		r.read = s
 	default:
 		k := 0
-		for k < r.readQ.n && r.readQ.q[k].repeat {
+		for k < r.readQ.n && r.readQ.q[k].repeat && r.readQ.q[k].psn.Less(psn) {
 			k++
 		}
 		r.readQ.insert(k, &s)

@@ -91,3 +91,24 @@ func TestRepeatReadSelective(t *testing.T) {
 		t.Errorf("loss epoch %d (signal %v) after asks for one response each, want none: a loss on the path", s.epoch, s.loss)
 	}
 }
+
+// Asks go in PSN order, whatever order they come in: B asked again in
+// full, then a copy of an earlier ask for A's gap that a network delayed.
+// A's goes first and B's resumes after it; queued behind B's, which the
+// requester asks again and again while it is paced, A's never ran, and
+// what came after A waited for it.
+func TestRepeatReadInPSNOrder(t *testing.T) {
+	qp := repeatQP()
+	if o := qp.repeatRead(1, 0x20000, 7, 2048, 8); o != respDupRead {
+		t.Fatalf("B asked again: %v", o)
+	}
+	if o := qp.repeatRead(0, 0x10000+256, 7, 256, 1); o != respDupRead {
+		t.Fatalf("A's gap asked for: %v", o)
+	}
+	checkOrder(t, qp, [3]int{0, 1, 1}, [3]int{1, 8, 1}, [3]int{2, 16, 0})
+	// A second gap of A, before B's ask and after A's first: between them.
+	if o := qp.repeatRead(0, 0x10000+1024, 7, 256, 4); o != respDupRead {
+		t.Fatalf("A's second gap: %v", o)
+	}
+	checkOrder(t, qp, [3]int{0, 1, 1}, [3]int{0, 4, 1}, [3]int{1, 8, 1}, [3]int{2, 16, 0})
+}
