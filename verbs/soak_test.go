@@ -15,7 +15,7 @@ import (
 )
 
 var (
-	soak     = flag.Bool("soak", false, "run TestSoak's full 1,000,000 operations (about 10 minutes)")
+	soak     = flag.Bool("soak", false, "run TestSoak's full 1,000,000 operations (under a minute)")
 	soakSeed = flag.Uint64("soak.seed", 11, "TestSoak's seed: of the fabric's impairments and of the operations drawn")
 	soakOps  = flag.Int("soak.ops", 0, "TestSoak's operation count, if not 0")
 )
