@@ -120,7 +120,7 @@ func (s *soakRig) executed(t *testing.T, ops []soakOp, failed, got int, sum0, ca
 func (s *soakRig) placedUpTo(ops []soakOp, failed, k int) bool {
 	for i := failed; i < k; i++ {
 		if op := &ops[i]; op.op == verbs.WRRDMAWrite || op.op == verbs.WRRDMAWriteWithImm {
-			if !bytes.Equal(s.dst.Bytes()[i*soakSlot:][:op.n], s.src.Bytes()[op.off:][:op.n]) {
+			if placed, source := s.slot(i, op); !bytes.Equal(placed[:op.n], source[:op.n]) {
 				return false
 			}
 		}
@@ -132,18 +132,7 @@ func (s *soakRig) placedUpTo(ops []soakOp, failed, k int) bool {
 // part wrote nothing past its slot's message.
 func (s *soakRig) checkGuard(t *testing.T, i int, op *soakOp) {
 	t.Helper()
-	var slot []byte
-	switch op.op {
-	case verbs.WRRDMARead:
-		slot = s.back.Bytes()[i*soakSlot:]
-	case verbs.WRRDMAWrite, verbs.WRRDMAWriteWithImm:
-		slot = s.dst.Bytes()[i*soakSlot:]
-	case verbs.WRSend, verbs.WRSendWithImm:
-		slot = s.recv.Bytes()[op.recv*soakSlot:]
-	default:
-		return
-	}
-	if op.n < soakSlot && slot[op.n] != guard {
+	if placed, _ := s.slot(i, op); placed != nil && op.n < soakSlot && placed[op.n] != guard {
 		t.Fatalf("entry %d, %v of %d bytes, after RETRY_EXC_ERR: the byte after it was overwritten", i, op.op, op.n)
 	}
 }

@@ -204,11 +204,7 @@ func (s *soakRig) batch(t *testing.T, n int, outage bool) {
 		var sge verbs.SGE
 		switch op.op {
 		case verbs.WRRDMARead:
-			target := s.back.Bytes()[i*soakSlot:]
-			clear(target[:op.n])
-			if op.n < soakSlot {
-				target[op.n] = guard
-			}
+			s.prepare(s.back.Bytes()[i*soakSlot:], op.n)
 			sge = s.back.SGE(i*soakSlot, op.n)
 			wr.RemoteAddr, wr.RKey = s.rsrc.Addr()+uint64(op.off), s.rsrc.RKey()
 		case verbs.WRRDMAWrite, verbs.WRRDMAWriteWithImm:
@@ -294,15 +290,7 @@ func (s *soakRig) check(t *testing.T, i int, op *soakOp, rwcs []verbs.WC) {
 		}
 		return
 	}
-	var got, want []byte
-	switch op.op {
-	case verbs.WRRDMARead:
-		got, want = s.back.Bytes()[i*soakSlot:], s.rsrc.Bytes()[op.off:]
-	case verbs.WRRDMAWrite, verbs.WRRDMAWriteWithImm:
-		got, want = s.dst.Bytes()[i*soakSlot:], s.src.Bytes()[op.off:]
-	default:
-		got, want = s.recv.Bytes()[op.recv*soakSlot:], s.src.Bytes()[op.off:]
-	}
+	got, want := s.slot(i, op)
 	if !bytes.Equal(got[:op.n], want[:op.n]) || (op.n < soakSlot && got[op.n] != guard) {
 		t.Fatalf("entry %d, %v of %d bytes: data differs or overran", i, op.op, op.n)
 	}
@@ -321,6 +309,20 @@ func (s *soakRig) check(t *testing.T, i int, op *soakOp, rwcs []verbs.WC) {
 		wc.Flags&verbs.WCFlagWithImm != wantFlags || (wantFlags != 0 && wc.Imm != op.imm) {
 		t.Fatalf("entry %d, %v of %d bytes (imm %#x): receive completion %+v", i, op.op, op.n, op.imm, wc)
 	}
+}
+
+// slot returns the bytes operation i of a batch places its message in
+// and the bytes the message is taken from; nil for an atomic.
+func (s *soakRig) slot(i int, op *soakOp) (placed, source []byte) {
+	switch op.op {
+	case verbs.WRRDMARead:
+		return s.back.Bytes()[i*soakSlot:], s.rsrc.Bytes()[op.off:]
+	case verbs.WRRDMAWrite, verbs.WRRDMAWriteWithImm:
+		return s.dst.Bytes()[i*soakSlot:], s.src.Bytes()[op.off:]
+	case verbs.WRSend, verbs.WRSendWithImm:
+		return s.recv.Bytes()[op.recv*soakSlot:], s.src.Bytes()[op.off:]
+	}
+	return nil, nil
 }
 
 // finish checks the atomic words: the FETCH_ADD total is exact.

@@ -34,6 +34,17 @@ func (b *bigReads) setup(t *testing.T, r *pktRig) {
 	r.key2 = reg.Key()
 }
 
+// setupRetries is setup with the QP's retry_cnt at n, so that a test
+// runs out of retries in a few timeouts.
+func (b *bigReads) setupRetries(n uint8) func(*testing.T, *pktRig) {
+	return func(t *testing.T, r *pktRig) {
+		b.setup(t, r)
+		r.qp.mu.Lock()
+		r.qp.attr.RetryCnt, r.qp.comp.retryCnt = n, n
+		r.qp.mu.Unlock()
+	}
+}
+
 // read posts signaled READs, wr_ids 1, 2, …, each of n bytes of the peer's
 // region at off into the same offset of buf.
 func (b *bigReads) read(reads ...[2]uint32) func(r *pktRig) *SendWR {
@@ -333,13 +344,8 @@ func TestSeqNAKPastRead(t *testing.T) {
 func TestSeqNAKPastReadDuringRetry(t *testing.T) {
 	b := newBigReads()
 	runRows(t, []row{{
-		name: "NAK during a go-back-N, then a timeout",
-		setup: func(t *testing.T, r *pktRig) {
-			b.setup(t, r)
-			r.qp.mu.Lock()
-			r.qp.attr.RetryCnt, r.qp.comp.retryCnt = 3, 3
-			r.qp.mu.Unlock()
-		},
+		name:  "NAK during a go-back-N, then a timeout",
+		setup: b.setupRetries(3),
 		steps: []step{
 			{post: func(r *pktRig) *SendWR {
 				wr := b.read([2]uint32{0, 16})(r)
@@ -387,13 +393,8 @@ func TestPastResponsesDuringRetry(t *testing.T) {
 		step{in: b.resp(1, 0, 16, 0)},
 	)
 	runRows(t, []row{{
-		name: "the timeout resends a lost atomic while READ answers pass it",
-		setup: func(t *testing.T, r *pktRig) {
-			b.setup(t, r)
-			r.qp.mu.Lock()
-			r.qp.attr.RetryCnt, r.qp.comp.retryCnt = 3, 3
-			r.qp.mu.Unlock()
-		},
+		name:     "the timeout resends a lost atomic while READ answers pass it",
+		setup:    b.setupRetries(3),
 		steps:    steps,
 		wcs:      []wantWC{{1, ib.WCSuccess, ib.WCFetchAdd, 8}, {2, ib.WCSuccess, ib.WCRDMARead, 16}},
 		counters: map[Counter]uint64{LocalACKTimeout: 1, CompleterRetryErr: 2},
