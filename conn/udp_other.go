@@ -32,7 +32,7 @@ func (r *recvScratch) readCoalesced(b *UDPBind, msgs []Message) (int, error) {
 // recvScratch is the ReadBatch state of a UDPBind, reused by every Recv.
 type recvScratch struct {
 	ms    []ipv4.Message
-	bufs  [][3][]byte
+	bufs  [][1][]byte
 	trunc []bool
 }
 
@@ -75,7 +75,7 @@ func (r *recvScratch) read(b *UDPBind, msgs []Message) (int, error) {
 // netip.AddrPort into the net.Addr x/net wants allocates nothing.
 type sendScratch struct {
 	ms    []ipv4.Message
-	bufs  [][1][]byte
+	bufs  [][3][]byte
 	addrs []net.UDPAddr
 	ips   [][16]byte
 }
