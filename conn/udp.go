@@ -10,9 +10,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"golang.org/x/net/ipv4"
-	"golang.org/x/net/ipv6"
 )
 
 const (
@@ -46,13 +43,6 @@ var (
 	errLocalAddrNil = errors.New("conn: ListenUDP needs a valid local address")
 )
 
-// batchConn is what UDPBind needs of ipv4.PacketConn and ipv6.PacketConn:
-// both take the same Message type (an alias of x/net's socket.Message).
-type batchConn interface {
-	ReadBatch(ms []ipv4.Message, flags int) (int, error)
-	WriteBatch(ms []ipv4.Message, flags int) (int, error)
-}
-
 // UDPBind is a Bind on one unconnected UDP socket. It sends with
 // sendmmsg and receives with recvmmsg (on Linux its own calls, elsewhere
 // golang.org/x/net's), reusing its scratch so that steady-state Send and
@@ -79,9 +69,8 @@ type batchConn interface {
 // smaller Buf of a freed slot (only possible with mixed buffer sizes) is
 // dropped and counted too.
 type UDPBind struct {
-	uc    *net.UDPConn
-	rc    syscall.RawConn
-	pc    batchConn // x/net's batch I/O, which the bind uses off Linux
+	sock  *socket         // the OS's socket (socket_linux.go, udp_other.go)
+	rc    syscall.RawConn // sock's I/O
 	local netip.AddrPort
 	is6   bool
 
@@ -130,47 +119,22 @@ func ListenUDPWith(laddr netip.AddrPort, opts UDPOptions) (*UDPBind, error) {
 	}
 	addr := laddr.Addr()
 	is6 := addr.Is6() && !addr.Is4In6()
-	network := "udp4"
-	if is6 {
-		network = "udp6"
-	} else {
+	if !is6 {
 		addr = addr.Unmap()
 	}
 	laddr = netip.AddrPortFrom(addr, laddr.Port())
-	uc, err := net.ListenUDP(network, net.UDPAddrFromAddrPort(laddr))
-	if err != nil {
+	b := &UDPBind{is6: is6}
+	if err := b.open(laddr); err != nil {
 		return nil, fmt.Errorf("conn: listen %v: %w", laddr, err)
 	}
-	offload := !opts.NoOffload && os.Getenv(noOffloadEnv) != "1"
-	b, err := newUDPBind(uc, is6, offload)
-	if err != nil {
-		uc.Close()
+	if err := setSocketOptions(b.rc, is6); err != nil {
+		b.Close()
 		return nil, fmt.Errorf("conn: listen %v: %w", laddr, err)
-	}
-	return b, nil
-}
-
-func newUDPBind(uc *net.UDPConn, is6, offload bool) (*UDPBind, error) {
-	rc, err := uc.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	if err := setSocketOptions(rc, is6); err != nil {
-		return nil, err
-	}
-	b := &UDPBind{uc: uc, rc: rc, is6: is6}
-	local := uc.LocalAddr().(*net.UDPAddr).AddrPort()
-	if is6 {
-		b.pc = ipv6.NewPacketConn(uc)
-		b.local = local
-	} else {
-		b.pc = ipv4.NewPacketConn(uc)
-		b.local = netip.AddrPortFrom(local.Addr().Unmap(), local.Port())
 	}
 	b.tx.init(udpBatchSize)
 	b.rx.init(udpBatchSize)
-	if offload {
-		gso, gro := enableOffload(rc)
+	if !opts.NoOffload && os.Getenv(noOffloadEnv) != "1" {
+		gso, gro := enableOffload(b.rc)
 		b.gso.Store(gso)
 		if gro {
 			b.rx.initGRO(is6)
@@ -185,10 +149,12 @@ func newUDPBind(uc *net.UDPConn, is6, offload bool) (*UDPBind, error) {
 // stay 0. The ICRC masks the whole byte (doc/protocol.md §4.1), so a hop
 // that marks congestion breaks no packet.
 func (b *UDPBind) SetECN(ecn uint8) error {
-	if b.is6 {
-		return ipv6.NewConn(b.uc).SetTrafficClass(int(ecn & 3))
+	b.sendMu.Lock() // Control runs under sendMu (see Close)
+	defer b.sendMu.Unlock()
+	if b.closed.Load() {
+		return net.ErrClosed
 	}
-	return ipv4.NewConn(b.uc).SetTOS(int(ecn & 3))
+	return b.setTrafficClass(int(ecn & 3))
 }
 
 // BatchSize returns how many datagrams one system call moves.
@@ -222,7 +188,16 @@ func (b *UDPBind) Close() error {
 		// Set the flag before closing, so that a Recv woken by the close
 		// reports net.ErrClosed and not the raw error it got.
 		b.closed.Store(true)
-		b.closeErr = b.uc.Close()
+		b.sock.wake()
+		// What is under way on the socket ends (a Recv or Send that
+		// polls sees the flag, one that sleeps was woken) before the
+		// descriptor goes, so that no call reaches a number the system
+		// has given to another file.
+		b.recvMu.Lock()
+		b.sendMu.Lock()
+		b.closeErr = b.sock.close()
+		b.sendMu.Unlock()
+		b.recvMu.Unlock()
 	})
 	return b.closeErr
 }

@@ -2,10 +2,36 @@ package conn
 
 import (
 	"fmt"
+	"net/netip"
+	"os"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
+
+// open opens the bind's socket (socket_linux.go).
+func (b *UDPBind) open(laddr netip.AddrPort) error {
+	s, local, err := openSocket(laddr, b.is6)
+	if err != nil {
+		return err
+	}
+	b.sock, b.rc, b.local = s, s, local
+	return nil
+}
+
+// setTrafficClass sets the IPv4 TOS or IPv6 traffic class byte.
+func (b *UDPBind) setTrafficClass(v int) error {
+	level, opt, name := unix.IPPROTO_IP, unix.IP_TOS, "setsockopt IP_TOS"
+	if b.is6 {
+		level, opt, name = unix.IPPROTO_IPV6, unix.IPV6_TCLASS, "setsockopt IPV6_TCLASS"
+	}
+	var err error
+	_ = b.rc.Control(func(fd uintptr) { err = unix.SetsockoptInt(int(fd), level, opt, v) })
+	if err != nil {
+		return os.NewSyscallError(name, err)
+	}
+	return nil
+}
 
 // setSocketOptions makes the socket send unfragmentable datagrams and
 // gives it large buffers.

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
 )
 
 // Off Linux (not a target, but the module must build) UDPBind sends
@@ -15,6 +16,59 @@ import (
 // datagram per call, allocating a source address per datagram. The socket
 // keeps the system's defaults: the IPv4 Identification rule the ICRC
 // relies on is Linux's, and so is segmentation offload.
+
+// socket is a net.UDPConn here, with x/net's batch I/O over it.
+type socket struct {
+	uc  *net.UDPConn
+	pc  batchConn
+	err error // of closing uc
+}
+
+// batchConn is what UDPBind needs of ipv4.PacketConn and ipv6.PacketConn:
+// both take the same Message type (an alias of x/net's socket.Message).
+type batchConn interface {
+	ReadBatch(ms []ipv4.Message, flags int) (int, error)
+	WriteBatch(ms []ipv4.Message, flags int) (int, error)
+}
+
+func (b *UDPBind) open(laddr netip.AddrPort) error {
+	network := "udp4"
+	if b.is6 {
+		network = "udp6"
+	}
+	uc, err := net.ListenUDP(network, net.UDPAddrFromAddrPort(laddr))
+	if err != nil {
+		return err
+	}
+	rc, err := uc.SyscallConn()
+	if err != nil {
+		uc.Close()
+		return err
+	}
+	s := &socket{uc: uc}
+	local := uc.LocalAddr().(*net.UDPAddr).AddrPort()
+	if b.is6 {
+		s.pc = ipv6.NewPacketConn(uc)
+	} else {
+		s.pc = ipv4.NewPacketConn(uc)
+		local = netip.AddrPortFrom(local.Addr().Unmap(), local.Port())
+	}
+	b.sock, b.rc, b.local = s, rc, local
+	return nil
+}
+
+// wake closes the socket, which wakes a blocked Recv.
+func (s *socket) wake() { s.err = s.uc.Close() }
+
+// close reports how closing went.
+func (s *socket) close() error { return s.err }
+
+func (b *UDPBind) setTrafficClass(v int) error {
+	if b.is6 {
+		return ipv6.NewConn(b.sock.uc).SetTrafficClass(v)
+	}
+	return ipv4.NewConn(b.sock.uc).SetTOS(v)
+}
 
 func setSocketOptions(syscall.RawConn, bool) error { return nil }
 
@@ -49,7 +103,7 @@ func (r *recvScratch) read(b *UDPBind, msgs []Message) (int, error) {
 	for i := range msgs {
 		r.bufs[i][0] = msgs[i].Buf
 	}
-	n, err := b.pc.ReadBatch(r.ms[:len(msgs)], 0)
+	n, err := b.sock.pc.ReadBatch(r.ms[:len(msgs)], 0)
 	for i := range msgs {
 		r.bufs[i][0] = nil
 	}
@@ -99,7 +153,7 @@ func (s *sendScratch) send(b *UDPBind, msgs []Message) (int, error) {
 		n := 0
 		var err error
 		if k > 0 {
-			n, err = b.pc.WriteBatch(s.ms[:k], 0)
+			n, err = b.sock.pc.WriteBatch(s.ms[:k], 0)
 		}
 		s.clear(k)
 		sent += n
