@@ -193,7 +193,7 @@ func TestGSOFallback(t *testing.T) {
 		t.Skip("no UDP GSO on this kernel")
 	}
 	var serr error
-	if err := a.rc.Control(func(fd uintptr) {
+	if err := a.sock.Control(func(fd uintptr) {
 		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_NO_CHECK, 1)
 	}); err != nil || serr != nil {
 		t.Skip("SO_NO_CHECK:", err, serr)

@@ -110,7 +110,7 @@ func (r *recvScratch) read(b *UDPBind, msgs []Message) (int, error) {
 func (r *recvScratch) call(b *UDPBind, k int) error {
 	r.k, r.n, r.errno = k, 0, 0
 	r.wait, r.closed = &b.poll, &b.closed
-	if err := b.rc.Read(r.fn); err != nil {
+	if err := b.sock.Read(r.fn); err != nil {
 		return err
 	}
 	if r.errno != 0 {

@@ -204,7 +204,7 @@ func (s *sendScratch) scope(zone string) uint32 {
 // in the runtime poller while the socket buffer is full.
 func (s *sendScratch) write(b *UDPBind, k int) (int, error) {
 	s.k, s.n, s.errno = k, 0, 0
-	if err := b.rc.Write(s.fn); err != nil {
+	if err := b.sock.Write(s.fn); err != nil {
 		return 0, err
 	}
 	if s.errno != 0 {

@@ -30,8 +30,9 @@ import (
 // socket implements syscall.RawConn for the sendmmsg and recvmmsg code:
 // Read and Write call f until it reports done, sleeping in between until
 // the socket is readable or writable. The bind calls Read only under
-// recvMu and Write and Control only under sendMu (or before it is
-// shared), which is what makes close safe (UDPBind.Close).
+// recvMu, and Write and everything else on the descriptor only under
+// sendMu (or before it is shared), which is what makes close safe
+// (UDPBind.Close).
 type socket struct {
 	fd     int
 	rd, wr waiter
@@ -48,20 +49,33 @@ func openSocket(laddr netip.AddrPort, is6 bool) (*socket, netip.AddrPort, error)
 	if err != nil {
 		return nil, laddr, os.NewSyscallError("socket", err)
 	}
-	s := &socket{fd: fd}
+	s, err := newSocket(fd)
+	if err != nil {
+		return nil, laddr, err
+	}
 	local, err := s.bind(laddr, is6)
-	if err == nil {
-		err = s.rd.init(unix.EPOLLIN)
-	}
-	if err == nil {
-		err = s.wr.init(unix.EPOLLOUT)
-	}
 	if err != nil {
 		s.wake()
 		s.close()
 		return nil, laddr, err
 	}
 	return s, local, nil
+}
+
+// newSocket makes a socket of the non-blocking descriptor fd, with its
+// waiters; on failure it closes fd.
+func newSocket(fd int) (*socket, error) {
+	s := &socket{fd: fd}
+	err := s.rd.init(unix.EPOLLIN)
+	if err == nil {
+		err = s.wr.init(unix.EPOLLOUT)
+	}
+	if err != nil {
+		s.wake()
+		s.close()
+		return nil, err
+	}
+	return s, nil
 }
 
 // bind binds the socket to laddr and returns the address it got (the

@@ -86,11 +86,9 @@ func socketPair(t *testing.T) (*socket, int) {
 	if err != nil {
 		t.Skip("socketpair:", err)
 	}
-	s := &socket{fd: fds[0]}
-	if err := s.rd.init(unix.EPOLLIN); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.wr.init(unix.EPOLLOUT); err != nil {
+	s, err := newSocket(fds[0])
+	if err != nil {
+		unix.Close(fds[1])
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -25,7 +25,7 @@ func TestUDPSocketOptions(t *testing.T) {
 			b := tc.b(t)
 			var got, rcvbuf int
 			var gerr error
-			err := b.rc.Control(func(fd uintptr) {
+			err := b.sock.Control(func(fd uintptr) {
 				got, gerr = unix.GetsockoptInt(int(fd), tc.level, tc.opt)
 				rcvbuf, _ = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF)
 			})

@@ -8,7 +8,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -69,8 +68,7 @@ var (
 // smaller Buf of a freed slot (only possible with mixed buffer sizes) is
 // dropped and counted too.
 type UDPBind struct {
-	sock  *socket         // the OS's socket (socket_linux.go, udp_other.go)
-	rc    syscall.RawConn // sock's I/O
+	sock  *socket // the OS's socket (socket_linux.go, udp_other.go)
 	local netip.AddrPort
 	is6   bool
 
@@ -127,14 +125,14 @@ func ListenUDPWith(laddr netip.AddrPort, opts UDPOptions) (*UDPBind, error) {
 	if err := b.open(laddr); err != nil {
 		return nil, fmt.Errorf("conn: listen %v: %w", laddr, err)
 	}
-	if err := setSocketOptions(b.rc, is6); err != nil {
+	if err := b.sock.setOptions(is6); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("conn: listen %v: %w", laddr, err)
 	}
 	b.tx.init(udpBatchSize)
 	b.rx.init(udpBatchSize)
 	if !opts.NoOffload && os.Getenv(noOffloadEnv) != "1" {
-		gso, gro := enableOffload(b.rc)
+		gso, gro := b.sock.enableOffload()
 		b.gso.Store(gso)
 		if gro {
 			b.rx.initGRO(is6)
@@ -149,12 +147,12 @@ func ListenUDPWith(laddr netip.AddrPort, opts UDPOptions) (*UDPBind, error) {
 // stay 0. The ICRC masks the whole byte (doc/protocol.md §4.1), so a hop
 // that marks congestion breaks no packet.
 func (b *UDPBind) SetECN(ecn uint8) error {
-	b.sendMu.Lock() // Control runs under sendMu (see Close)
+	b.sendMu.Lock() // the socket is used under sendMu (see Close)
 	defer b.sendMu.Unlock()
 	if b.closed.Load() {
 		return net.ErrClosed
 	}
-	return b.setTrafficClass(int(ecn & 3))
+	return b.sock.setTrafficClass(b.is6, int(ecn&3))
 }
 
 // BatchSize returns how many datagrams one system call moves.

@@ -5,7 +5,6 @@ package conn
 import (
 	"net"
 	"net/netip"
-	"syscall"
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
@@ -40,11 +39,6 @@ func (b *UDPBind) open(laddr netip.AddrPort) error {
 	if err != nil {
 		return err
 	}
-	rc, err := uc.SyscallConn()
-	if err != nil {
-		uc.Close()
-		return err
-	}
 	s := &socket{uc: uc}
 	local := uc.LocalAddr().(*net.UDPAddr).AddrPort()
 	if b.is6 {
@@ -53,7 +47,7 @@ func (b *UDPBind) open(laddr netip.AddrPort) error {
 		s.pc = ipv4.NewPacketConn(uc)
 		local = netip.AddrPortFrom(local.Addr().Unmap(), local.Port())
 	}
-	b.sock, b.rc, b.local = s, rc, local
+	b.sock, b.local = s, local
 	return nil
 }
 
@@ -63,16 +57,16 @@ func (s *socket) wake() { s.err = s.uc.Close() }
 // close reports how closing went.
 func (s *socket) close() error { return s.err }
 
-func (b *UDPBind) setTrafficClass(v int) error {
-	if b.is6 {
-		return ipv6.NewConn(b.sock.uc).SetTrafficClass(v)
+func (s *socket) setTrafficClass(is6 bool, v int) error {
+	if is6 {
+		return ipv6.NewConn(s.uc).SetTrafficClass(v)
 	}
-	return ipv4.NewConn(b.sock.uc).SetTOS(v)
+	return ipv4.NewConn(s.uc).SetTOS(v)
 }
 
-func setSocketOptions(syscall.RawConn, bool) error { return nil }
+func (s *socket) setOptions(bool) error { return nil }
 
-func enableOffload(syscall.RawConn) (gso, gro bool) { return false, false }
+func (s *socket) enableOffload() (gso, gro bool) { return false, false }
 
 func (r *recvScratch) initGRO(bool) {}
 
