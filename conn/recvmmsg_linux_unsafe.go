@@ -119,15 +119,23 @@ func (r *recvScratch) call(b *UDPBind, k int) error {
 	return nil
 }
 
-// recvmmsg runs inside RawConn.Read on the non-blocking socket. On
+// recvmmsg runs inside the socket's Read on the non-blocking socket. On
 // EAGAIN it polls again, yielding the processor between tries, for as
-// long as r.wait says; then returning false parks the goroutine in the
-// poller until data arrives (or the socket is closed, which makes
-// RawConn.Read fail).
+// long as r.wait says; then returning false has Read sleep until data
+// arrives (or the socket is closed, which makes Read fail).
+//
+// A poll that follows an empty one asks for a single datagram: what it
+// catches is usually alone (a ping-pong's answer), and recvmmsg would go
+// on to look for a second datagram, a failed receive that costs as much
+// as an empty poll (about 350 ns of the 590 ns one takes on this 2-core
+// virtual machine) on the latency path. Whatever follows is taken by the
+// next call, in a batch. ib_write_lat 8 B typical one-way, pinned, near
+// mode, medians of 5: 6.03 → 5.76 µs; ib_write_bw 8 B and 64 KiB unchanged.
 func (r *recvScratch) recvmmsg(fd uintptr) bool {
+	k := r.k
 	for {
 		n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd,
-			uintptr(unsafe.Pointer(&r.hs[0])), uintptr(r.k), 0, 0, 0)
+			uintptr(unsafe.Pointer(&r.hs[0])), uintptr(k), 0, 0, 0)
 		switch e {
 		case unix.EINTR:
 			continue
@@ -136,6 +144,7 @@ func (r *recvScratch) recvmmsg(fd uintptr) bool {
 				return false
 			}
 			runtime.Gosched()
+			k = 1
 			continue
 		}
 		r.n, r.errno = int(n), e
