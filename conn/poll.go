@@ -37,26 +37,43 @@ const (
 //
 // pollWait is used by the one goroutine receiving (under UDPBind.recvMu);
 // only mode is shared.
+//
+// It reads the monotonic clock alone (monotime), at half the cost of
+// time.Now, and not at all on the way from a poll that returned datagrams
+// to the engine: the wait that poll ends is timed to the empty poll
+// before it, a poll's length short of the truth, which is nothing at the
+// scale of a window.
 type pollWait struct {
 	// mode is SetBusyPoll's argument in nanoseconds: > 0 a fixed window,
 	// < 0 no polling (pure event mode), 0 adaptive.
-	mode   atomic.Int64
-	window time.Duration // the adaptive window
-	start  time.Time     // when the current wait started; zero if none
-	until  time.Time     // when its polling ends
+	mode    atomic.Int64
+	window  time.Duration // the adaptive window
+	waiting bool          // a wait is under way: a poll found the socket empty
+	slept   bool          // its polling ended, so the receiver slept
+	start   time.Duration // when the wait started (monotime)
+	last    time.Duration // when its latest empty poll was
 }
+
+// epoch is the origin of monotime.
+var epoch = time.Now()
+
+// monotime reads the monotonic clock (time.Since reads only it).
+func monotime() time.Duration { return time.Since(epoch) }
 
 func (w *pollWait) init() { w.window = maxPollWindow }
 
 // empty is called when a poll found the socket empty and reports whether
 // to poll again (true) or sleep until the socket is readable.
 func (w *pollWait) empty(closed *atomic.Bool) bool {
-	now := time.Now()
-	if w.start.IsZero() {
-		w.start = now
-		w.until = now.Add(w.limit())
+	w.last = monotime()
+	if !w.waiting {
+		w.waiting, w.slept, w.start = true, false, w.last
 	}
-	return now.Before(w.until) && !closed.Load()
+	if w.last-w.start < w.limit() && !closed.Load() {
+		return true
+	}
+	w.slept = true
+	return false
 }
 
 // limit returns how long the wait that starts now may poll.
@@ -73,11 +90,15 @@ func (w *pollWait) limit() time.Duration {
 // arrived is called when a poll returned datagrams; it ends the current
 // wait, if any, and learns from its gap.
 func (w *pollWait) arrived() {
-	if w.start.IsZero() {
+	if !w.waiting {
 		return // traffic is flowing: no wait, no clock read
 	}
-	w.learn(time.Since(w.start))
-	w.start = time.Time{}
+	end := w.last
+	if w.slept {
+		end = monotime() // the sleep, not the polling, ended it
+	}
+	w.learn(end - w.start)
+	w.waiting = false
 }
 
 // learn adapts the window to a wait that lasted gap.

@@ -76,7 +76,29 @@ func TestPollWaitWait(t *testing.T) {
 		t.Fatal("a closed bind keeps polling")
 	}
 	w.arrived() // ends the wait (what it learns is TestPollWaitAdapts')
-	if !w.start.IsZero() {
+	if w.waiting {
 		t.Fatal("a datagram did not end the wait")
+	}
+}
+
+// TestPollWaitTimesSleep: a wait whose polling ended is timed to the
+// datagram that woke the receiver, not to its last poll, so that the
+// window learns the gap it slept through.
+func TestPollWaitTimesSleep(t *testing.T) {
+	const us = time.Microsecond
+	var closed atomic.Bool
+	var w pollWait
+	w.init()
+	w.window = 10 * us
+	for w.empty(&closed) { // polls for 10 µs, then sleeps
+	}
+	for t0 := monotime(); monotime()-t0 < 60*us; { // the sleep, without a timer's slack
+	}
+	w.arrived()
+	// A gap of 70 µs or more aims the window at twice it; one beyond
+	// maxPollWindow (the test descheduled) shrinks it. Timed to the last
+	// poll, the gap would be about 10 µs and the window about 20.
+	if w.window < 140*us && w.window >= 10*us {
+		t.Fatalf("after polling 10 µs and sleeping 60 the window is %v, want >= 140 µs", w.window)
 	}
 }
