@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
-	"time"
 
 	"github.com/goverbs/goverbs/conn"
 	"github.com/goverbs/goverbs/internal/ib"
@@ -246,7 +245,7 @@ func (d *Device) timerLoop() {
 		case <-d.stop:
 			return
 		case <-d.timers.timer.C:
-			due = d.timers.due(time.Now(), due[:0])
+			due = d.timers.due(monoNow(), due[:0])
 			for i, qp := range due {
 				qp.task.schedule()
 				due[i] = nil

@@ -242,7 +242,7 @@ func (qp *QP) turn() (more bool) {
 	if qp.destroyed {
 		return false
 	}
-	now := time.Now()
+	now := monoNow()
 	armed := qp.comp.deadline
 	budget := turnBudget
 	for budget > 0 && qp.State() != ib.QPStateErr {
@@ -339,7 +339,7 @@ func (qp *QP) turn() (more bool) {
 		// yet late. The timer runs from the transmission (IBA
 		// 9.7.6.1.3), so re-read the clock once per turn that moved it;
 		// starting it a turn later than an ACK came is harmless.
-		now = time.Now()
+		now = monoNow()
 		qp.comp.restartTimer(now, &qp.attr)
 	}
 	qp.armTimer(now)
