@@ -63,16 +63,18 @@ func (d *Device) checkAV(a *AHAttr) error {
 }
 
 // route returns where packets for address vector a go and their
-// envelope: the GID's IP address, on the port a names or 4791.
+// envelope, prepared: the GID's IP address, on the port a names or 4791.
 func (d *Device) route(a *AHAttr) (netip.AddrPort, wire.Envelope) {
 	port := a.DestPort
 	if port == 0 {
 		port = wire.UDPPort
 	}
 	dst := netip.AddrPortFrom(a.DGID.Addr().Unmap(), port)
-	return dst, wire.Envelope{
+	env := wire.Envelope{
 		Src: d.local.Addr(), Dst: dst.Addr(),
 		FlagsFragment: wire.FlagDontFragment,
 		SrcPort:       d.local.Port(), DstPort: port,
 	}
+	env.Prepare()
+	return dst, env
 }

@@ -50,7 +50,8 @@ type QP struct {
 
 	mu        sync.Mutex
 	attr      QPAttr
-	env       wire.Envelope // of outgoing packets
+	env       wire.Envelope // of outgoing packets, prepared (wire.Envelope.Prepare)
+	rxEnv     wire.Envelope // of the datagrams accepted for the QP, prepared; the receive loop's (accept)
 	mtu       uint32        // path MTU in bytes
 	req       requester
 	comp      completer

@@ -51,7 +51,6 @@ func (d *Device) recvLoop() {
 		msgs[i].Buf = bufs[i].b[:]
 	}
 	ready := make([]*QP, 0, n)
-	var env wire.Envelope
 	for {
 		got, err := d.bind.Recv(msgs)
 		if err != nil {
@@ -62,12 +61,12 @@ func (d *Device) recvLoop() {
 			continue
 		}
 		for i := range got {
-			qp := d.accept(&msgs[i], &env)
+			qp := d.accept(&msgs[i])
 			if qp == nil {
 				continue
 			}
 			if qp.kind.grh {
-				ready = d.enqueue(qp, d.datagram(&msgs[i], &env), ready)
+				ready = d.enqueue(qp, d.datagram(&msgs[i], &qp.rxEnv), ready)
 				continue
 			}
 			ready = d.enqueue(qp, inPkt{p: wire.Packet(msgs[i].Buf[:msgs[i].N]), buf: bufs[i]}, ready)
@@ -108,7 +107,6 @@ func (d *Device) recvCoalesced(cr conn.CoalescedReceiver) {
 		msgs[i].Buf = bufs[i].b[:]
 	}
 	ready := make([]*QP, 0, len(msgs))
-	var env wire.Envelope
 	for {
 		got, err := cr.RecvCoalesced(msgs)
 		if err != nil {
@@ -129,12 +127,12 @@ func (d *Device) recvCoalesced(cr conn.CoalescedReceiver) {
 					d.counters.inc(DropMalformed)
 					continue
 				}
-				qp := d.accept(&dg, &env)
+				qp := d.accept(&dg)
 				if qp == nil {
 					continue
 				}
 				if qp.kind.grh {
-					ready = d.enqueue(qp, d.datagram(&dg, &env), ready)
+					ready = d.enqueue(qp, d.datagram(&dg, &qp.rxEnv), ready)
 					continue
 				}
 				if pin {
@@ -195,10 +193,9 @@ func contains(qps []*QP, qp *QP) bool {
 }
 
 // accept runs the receive checks on one datagram and returns the QP it is
-// for, or nil after counting why it was dropped. It fills env, the
-// caller's scratch, with the datagram's envelope as the ICRC check found
-// it.
-func (d *Device) accept(m *conn.Message, env *wire.Envelope) *QP {
+// for, or nil after counting why it was dropped. It leaves the datagram's
+// envelope, as the ICRC check found it, in the QP's rxEnv.
+func (d *Device) accept(m *conn.Message) *QP {
 	p := wire.Packet(m.Buf[:m.N])
 	if p.Validate() != nil {
 		d.counters.inc(DropMalformed)
@@ -238,10 +235,16 @@ func (d *Device) accept(m *conn.Message, env *wire.Envelope) *QP {
 		d.counters.inc(c)
 		return nil
 	}
-	*env = wire.Envelope{
-		Src: m.Addr.Addr(), Dst: d.local.Addr(),
-		FlagsFragment: wire.FlagDontFragment,
-		SrcPort:       m.Addr.Port(), DstPort: d.local.Port(),
+	env := &qp.rxEnv
+	if env.Src != m.Addr.Addr() || env.SrcPort != m.Addr.Port() {
+		// A new peer (a datagram QP's sources come and go): its
+		// envelope is prepared once for the packets that follow.
+		*env = wire.Envelope{
+			Src: m.Addr.Addr(), Dst: d.local.Addr(),
+			FlagsFragment: wire.FlagDontFragment,
+			SrcPort:       m.Addr.Port(), DstPort: d.local.Port(),
+		}
+		env.Prepare()
 	}
 	if !icrcOK(p, env, m) {
 		d.counters.inc(DropBadICRC)

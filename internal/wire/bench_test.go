@@ -62,14 +62,19 @@ func BenchmarkBuild(b *testing.B) {
 }
 
 // BenchmarkICRC computes the ICRC of SEND packets from an empty one (the
-// pseudo-header and BTH alone) to a 4 KiB payload, over IPv4 and IPv6.
+// pseudo-header and BTH alone) to a 4 KiB payload, over IPv4 and IPv6,
+// with the envelope prepared (Envelope.Prepare, what the engine does) or
+// not.
 func BenchmarkICRC(b *testing.B) {
 	v6 := Envelope{Src: netip.MustParseAddr("fd00::1"), Dst: netip.MustParseAddr("fd00::2"),
 		SrcPort: 0xc001, DstPort: UDPPort}
+	v4p, v6p := testEnvelope, v6
+	v4p.Prepare()
+	v6p.Prepare()
 	for _, env := range []struct {
 		name string
 		e    *Envelope
-	}{{"ipv4", &testEnvelope}, {"ipv6", &v6}} {
+	}{{"ipv4", &testEnvelope}, {"ipv6", &v6}, {"ipv4-prepared", &v4p}, {"ipv6-prepared", &v6p}} {
 		for _, n := range []int{0, 8, 256, 1024, 4096} {
 			p := benchPacket(b, RCSendOnly, n)
 			b.Run(fmt.Sprintf("%s/%d", env.name, n), func(b *testing.B) {
@@ -91,10 +96,13 @@ func TestZeroAllocations(t *testing.T) {
 	buf := make([]byte, 4096)
 	payload := make([]byte, 1024)
 	f := BTHFields{Opcode: RCWriteFirst, DestQP: 0x11}
+	prepared := testEnvelope
+	prepared.Prepare()
 	for name, fn := range map[string]func(){
-		"parse":      func() { sink += parse(p) },
-		"reject":     func() { sink += parse(bad) },
-		"check ICRC": func() { _ = p.CheckICRC(&testEnvelope) },
+		"parse":                func() { sink += parse(p) },
+		"reject":               func() { sink += parse(bad) },
+		"check ICRC":           func() { _ = p.CheckICRC(&testEnvelope) },
+		"check ICRC, prepared": func() { _ = p.CheckICRC(&prepared) },
 		"build": func() {
 			q, _ := NewPacket(buf, 64, &f, len(payload))
 			q.RETH().Encode(&RETHFields{VA: 1, RKey: 2, DMALength: 3})

@@ -40,6 +40,8 @@ type Envelope struct {
 	// transmitted, normally FlagDontFragment.
 	FlagsFragment    uint16
 	SrcPort, DstPort uint16
+
+	prefix icrcPrefix // set by Prepare
 }
 
 // IPv4 reports whether the envelope describes an IPv4 datagram.
@@ -120,27 +122,44 @@ func (p Packet) SealICRCState(s ICRCState) {
 
 // startICRC covers the pseudo-header and bth, the first bytes of a
 // transport packet of n bytes without trailer. bth is BTHSize bytes except
-// in a packet too short to hold one.
+// in a packet too short to hold one. A prepared envelope (icrc_prefix.go)
+// spares the pass over the IP and UDP headers.
 //
-// The masked prefix is assembled in a stack buffer and folded here with
+// The masked bytes are assembled in a stack buffer and folded here with
 // slicing-by-8: hash/crc32 would make the buffer escape to the heap (it
 // calls through a function value), and on inputs this short it runs the
-// same slicing-by-8 anyway. The eight 0xFF bytes of the pseudo-LRH, and for
-// IPv6 the masked version/class/flow word after them, are constant, so
-// the register after them is precomputed.
+// same slicing-by-8 anyway.
 func startICRC(e *Envelope, bth []byte, n int) ICRCState {
 	var buf [ipv6HeaderSize - 4 + udpHeaderSize + BTHSize]byte // 56 bytes
 	udpLen := udpHeaderSize + n + ICRCSize
+	crc, ok := e.prefix.register(e, udpLen)
+	k := 0
+	if !ok {
+		crc, k = e.headers(&buf, uint16(ipv4HeaderSize+udpLen), uint16(udpLen), e.IPID)
+	}
+	m := copy(buf[k:], bth)
+	if m > bthECN {
+		buf[k+bthECN] = 0xff // FECN, BECN, resv6
+	}
+	return ICRCState{^slicing8(crc, buf[:k+m])}
+}
+
+// headers lays out e's IP and UDP headers, masked, in buf, with the IPv4
+// total length totLen (IPv6 has none), the UDP length udpLen (also the
+// IPv6 payload length) and the IPv4 Identification ipid, and returns
+// their length and the register (no final XOR) before them. The eight
+// 0xFF bytes of the pseudo-LRH, and for IPv6 the masked version/class/flow
+// word after them, are constant and left out: that register is
+// precomputed.
+func (e *Envelope) headers(buf *[56]byte, totLen, udpLen, ipid uint16) (crc uint32, k int) {
 	src, dst := e.Src.As16(), e.Dst.As16()
-	var k int
-	var crc uint32
 	if e.IPv4() {
 		crc = icrcHead4
 		ip := buf[:ipv4HeaderSize]
 		ip[0] = 0x45
 		ip[1] = 0xff // TOS
-		binary.BigEndian.PutUint16(ip[2:], uint16(ipv4HeaderSize+udpLen))
-		binary.BigEndian.PutUint16(ip[4:], e.IPID)
+		binary.BigEndian.PutUint16(ip[2:], totLen)
+		binary.BigEndian.PutUint16(ip[4:], ipid)
 		binary.BigEndian.PutUint16(ip[6:], e.FlagsFragment)
 		ip[8] = 0xff // TTL
 		ip[9] = protoUDP
@@ -153,7 +172,7 @@ func startICRC(e *Envelope, bth []byte, n int) ICRCState {
 		// ones (0x6fffffff), is in icrcHead6.
 		crc = icrcHead6
 		ip := buf[:ipv6HeaderSize-4]
-		binary.BigEndian.PutUint16(ip[0:], uint16(udpLen))
+		binary.BigEndian.PutUint16(ip[0:], udpLen)
 		ip[2] = protoUDP
 		ip[3] = 0xff // hop limit
 		copy(ip[4:20], src[:])
@@ -163,14 +182,9 @@ func startICRC(e *Envelope, bth []byte, n int) ICRCState {
 	udp := buf[k : k+udpHeaderSize]
 	binary.BigEndian.PutUint16(udp[0:], e.SrcPort)
 	binary.BigEndian.PutUint16(udp[2:], e.DstPort)
-	binary.BigEndian.PutUint16(udp[4:], uint16(udpLen))
+	binary.BigEndian.PutUint16(udp[4:], udpLen)
 	udp[6], udp[7] = 0xff, 0xff // checksum
-	k += udpHeaderSize
-	m := copy(buf[k:], bth)
-	if m > bthECN {
-		buf[k+bthECN] = 0xff // FECN, BECN, resv6
-	}
-	return ICRCState{^slicing8(crc, buf[:k+m])}
+	return crc, k + udpHeaderSize
 }
 
 // icrcTab holds the slicing-by-8 tables of the reflected IEEE polynomial:

@@ -71,11 +71,29 @@ func randomEnvelope(r *rand.Rand) Envelope {
 // checkICRCPaths compares ICRC, and a packet sealed through StartICRC with
 // the payload written in pieces cut at split, with the reference. b is a
 // transport packet without trailer.
+//
+// Each path runs on e as given, and on e prepared (Envelope.Prepare)
+// before its IPID changes and after it, so that the precomputed register
+// of the headers is checked with every length and ID.
 func checkICRCPaths(t *testing.T, e *Envelope, b []byte, split int) {
+	t.Helper()
+	prepared := *e
+	id := prepared.IPID
+	prepared.IPID = ^id
+	prepared.Prepare()
+	prepared.IPID = id
+	if !prepared.prefix.ok {
+		t.Fatal("Prepare left the envelope unprepared")
+	}
+	checkICRCPathsOf(t, e, b, split)
+	checkICRCPathsOf(t, &prepared, b, split)
+}
+
+func checkICRCPathsOf(t *testing.T, e *Envelope, b []byte, split int) {
 	t.Helper()
 	want := refICRC(e, b)
 	if got := ICRC(e, b); got != want {
-		t.Fatalf("%v → %v, %d bytes: ICRC %#08x, reference %#08x", e.Src, e.Dst, len(b), got, want)
+		t.Fatalf("%v → %v, %d bytes, prepared %v: ICRC %#08x, reference %#08x", e.Src, e.Dst, len(b), e.prefix.ok, got, want)
 	}
 	p := Packet(append(b[:len(b):len(b)], 0, 0, 0, 0))
 	if p.Validate() != nil {
@@ -90,7 +108,7 @@ func checkICRCPaths(t *testing.T, e *Envelope, b []byte, split int) {
 	}
 	p.SealICRCState(s)
 	if got := p.ICRC(); got != want {
-		t.Fatalf("%v → %v, %d bytes in pieces of %d: sealed %#08x, reference %#08x", e.Src, e.Dst, len(b), split, got, want)
+		t.Fatalf("%v → %v, %d bytes in pieces of %d, prepared %v: sealed %#08x, reference %#08x", e.Src, e.Dst, len(b), split, e.prefix.ok, got, want)
 	}
 }
 

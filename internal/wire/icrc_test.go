@@ -104,3 +104,25 @@ func TestICRCIPv6(t *testing.T) {
 		t.Errorf("IPv4-mapped addresses: ICRC %#08x, want the IPv4 vector's 0xd8d08e7d", got)
 	}
 }
+
+// TestICRCPreparedChanged: an envelope changed after Prepare (but for its
+// IPID, which each packet's ICRC takes as it is) is not sealed with the
+// register of what it was.
+func TestICRCPreparedChanged(t *testing.T) {
+	b := []byte(benchPacket(t, RCSendOnly, 8))
+	b = b[:len(b)-ICRCSize]
+	e := testEnvelope
+	e.Prepare()
+	for name, change := range map[string]func(*Envelope){
+		"source":      func(e *Envelope) { e.Src = netip.MustParseAddr("192.168.1.9") },
+		"destination": func(e *Envelope) { e.Dst = netip.MustParseAddr("fd00::2") },
+		"flags":       func(e *Envelope) { e.FlagsFragment = 0 },
+		"ports":       func(e *Envelope) { e.SrcPort, e.DstPort = e.DstPort, e.SrcPort },
+	} {
+		c := e
+		change(&c)
+		if got, want := ICRC(&c, b), refICRC(&c, b); got != want {
+			t.Errorf("%s changed after Prepare: ICRC %#08x, reference %#08x", name, got, want)
+		}
+	}
+}
