@@ -44,7 +44,10 @@ func (e *Envelope) Prepare() {
 // headers of e's datagram with UDP length udpLen, and false if e is not
 // prepared (or changed since).
 func (c *icrcPrefix) register(e *Envelope, udpLen int) (uint32, bool) {
-	if !c.ok || c.key != e.prefixKey() {
+	// Field by field: compared whole, the key takes a call to memequal.
+	k := &c.key
+	if !c.ok || k.src != e.Src || k.dst != e.Dst || k.srcPort != e.SrcPort ||
+		k.dstPort != e.DstPort || k.flags != e.FlagsFragment {
 		return 0, false
 	}
 	u := uint16(udpLen)

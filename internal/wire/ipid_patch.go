@@ -58,7 +58,11 @@ func (p Packet) ResealIPID(from, to uint16) {
 	}
 	s := solverForLen(len(p) - ICRCSize)
 	t := p[len(p)-ICRCSize:]
-	binary.LittleEndian.PutUint32(t, binary.LittleEndian.Uint32(t)^s.delta(from)^s.delta(to))
+	d := s.delta(to)
+	if from != 0 { // a sender seals for ID 0 (L(0) = 0)
+		d ^= s.delta(from)
+	}
+	binary.LittleEndian.PutUint32(t, binary.LittleEndian.Uint32(t)^d)
 }
 
 // CheckICRCGuessIPID checks the ICRC of an IPv4 packet whose Identification
