@@ -20,8 +20,8 @@ import (
 // *net.UDPAddr (two allocations per datagram), which would break the
 // zero-allocation budget of the receive path (STYLE rule 15). Here the
 // sockaddrs land in reused scratch and are parsed straight into
-// netip.AddrPort, which is a value. Sending still goes through x/net's
-// WriteBatch, which allocates nothing when given reused addresses.
+// netip.AddrPort, which is a value. Sending has its own sendmmsg too
+// (sendmmsg_linux_unsafe.go).
 
 // mmsghdr is struct mmsghdr of <sys/socket.h>. Go lays it out as C does
 // on every Linux ABI (msg_len follows the msghdr, padded to its alignment).
