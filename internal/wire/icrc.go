@@ -130,7 +130,7 @@ func (p Packet) SealICRCState(s ICRCState) {
 // calls through a function value), and on inputs this short it runs the
 // same slicing-by-8 anyway.
 func startICRC(e *Envelope, bth []byte, n int) ICRCState {
-	var buf [ipv6HeaderSize - 4 + udpHeaderSize + BTHSize]byte // 56 bytes
+	var buf icrcScratch
 	udpLen := udpHeaderSize + n + ICRCSize
 	crc, ok := e.prefix.register(e, udpLen)
 	k := 0
@@ -144,6 +144,10 @@ func startICRC(e *Envelope, bth []byte, n int) ICRCState {
 	return ICRCState{^slicing8(crc, buf[:k+m])}
 }
 
+// icrcScratch holds the masked bytes startICRC folds: the IPv6 header
+// but its first word (the longer case), the UDP header and a BTH.
+type icrcScratch [ipv6HeaderSize - 4 + udpHeaderSize + BTHSize]byte
+
 // headers lays out e's IP and UDP headers, masked, in buf, with the IPv4
 // total length totLen (IPv6 has none), the UDP length udpLen (also the
 // IPv6 payload length) and the IPv4 Identification ipid, and returns
@@ -151,7 +155,7 @@ func startICRC(e *Envelope, bth []byte, n int) ICRCState {
 // 0xFF bytes of the pseudo-LRH, and for IPv6 the masked version/class/flow
 // word after them, are constant and left out: that register is
 // precomputed.
-func (e *Envelope) headers(buf *[56]byte, totLen, udpLen, ipid uint16) (crc uint32, k int) {
+func (e *Envelope) headers(buf *icrcScratch, totLen, udpLen, ipid uint16) (crc uint32, k int) {
 	src, dst := e.Src.As16(), e.Dst.As16()
 	if e.IPv4() {
 		crc = icrcHead4

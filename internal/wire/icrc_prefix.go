@@ -35,7 +35,7 @@ func (e *Envelope) prefixKey() prefixKey {
 // Prepare (but for its IPID) has its ICRCs computed the long way, as an
 // envelope never prepared has, until it is prepared again.
 func (e *Envelope) Prepare() {
-	var buf [56]byte
+	var buf icrcScratch
 	crc, k := e.headers(&buf, 0, 0, 0)
 	e.prefix = icrcPrefix{key: e.prefixKey(), reg: slicing8(crc, buf[:k]), v4: e.IPv4(), ok: true}
 }
