@@ -37,13 +37,13 @@ type recvScratch struct {
 	names [][unix.SizeofSockaddrInet6]byte
 	trunc []bool // trunc[i]: datagram i did not fit its buffer (MSG_TRUNC)
 
-	// Arguments and results of the call made inside RawConn.Read.
+	// Arguments and results of the call made inside the socket's Read.
 	k      int
 	wait   *pollWait    // the bind's: whether to poll an empty socket again
 	closed *atomic.Bool // the bind's: Close ends the polling
 	n      int
 	errno  unix.Errno
-	// fn is the bound method passed to RawConn.Read, made once so that
+	// fn is the bound method passed to the socket's Read, made once so that
 	// each Recv does not allocate a closure.
 	fn func(fd uintptr) bool
 

@@ -34,7 +34,7 @@ type sendScratch struct {
 	cmsgs []byte // gsoCmsgSpace per msghdr
 	segs  []int  // segs[i]: datagrams in msghdr i
 
-	// Arguments and results of the call made inside RawConn.Write.
+	// Arguments and results of the call made inside the socket's Write.
 	k     int
 	n     int
 	errno unix.Errno
@@ -213,7 +213,7 @@ func (s *sendScratch) write(b *UDPBind, k int) (int, error) {
 	return s.n, nil
 }
 
-// sendmmsg runs inside RawConn.Write on the non-blocking socket; returning
+// sendmmsg runs inside the socket's Write on the non-blocking socket; returning
 // false on EAGAIN parks the goroutine until the socket is writable.
 func (s *sendScratch) sendmmsg(fd uintptr) bool {
 	for {

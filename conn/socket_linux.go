@@ -27,9 +27,9 @@ import (
 // instance of its own (waiter) that the runtime poller watches in turn,
 // and takes it out again when it wakes.
 //
-// socket implements syscall.RawConn for the sendmmsg and recvmmsg code:
-// Read and Write call f until it reports done, sleeping in between until
-// the socket is readable or writable. The bind calls Read only under
+// For the sendmmsg and recvmmsg code, Read and Write call f until it
+// reports done, sleeping in between until the socket is readable or
+// writable, as those of a syscall.RawConn do. The bind calls Read only under
 // recvMu, and Write and everything else on the descriptor only under
 // sendMu (or before it is shared), which is what makes close safe
 // (UDPBind.Close).
@@ -127,12 +127,6 @@ func zoneID(zone string) (uint32, error) {
 	return uint32(ifi.Index), nil
 }
 
-// Control calls f with the descriptor.
-func (s *socket) Control(f func(fd uintptr)) error {
-	f(uintptr(s.fd))
-	return nil
-}
-
 // Read calls f until it returns true, sleeping until the socket is
 // readable whenever it returns false. It fails once the socket is woken
 // for closing.
@@ -165,8 +159,6 @@ func (s *socket) close() error {
 	}
 	return nil
 }
-
-var _ syscall.RawConn = (*socket)(nil)
 
 // waiter sleeps until the socket has its events: it adds the socket to an
 // epoll instance of its own, which the runtime poller watches, waits for

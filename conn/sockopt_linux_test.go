@@ -23,15 +23,11 @@ func TestUDPSocketOptions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := tc.b(t)
-			var got, rcvbuf int
-			var gerr error
-			err := b.sock.Control(func(fd uintptr) {
-				got, gerr = unix.GetsockoptInt(int(fd), tc.level, tc.opt)
-				rcvbuf, _ = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF)
-			})
-			if err != nil || gerr != nil {
-				t.Fatal(err, gerr)
+			got, err := unix.GetsockoptInt(b.sock.fd, tc.level, tc.opt)
+			if err != nil {
+				t.Fatal(err)
 			}
+			rcvbuf, _ := unix.GetsockoptInt(b.sock.fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
 			if got != tc.want {
 				t.Errorf("option = %d, want %d", got, tc.want)
 			}
