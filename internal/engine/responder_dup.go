@@ -30,8 +30,7 @@ func (qp *QP) duplicate(p wire.Packet, psn wire.PSN) respOutcome {
 			}
 			return respDupLater
 		}
-		qp.sendACK(wire.ACKSyndrome(wire.CreditsUnlimited), qp.answeredTo())
-		qp.dev.counters.inc(ACKSent)
+		qp.ackAgain()
 		return respDupACK
 	case info.Is(wire.OpRead):
 		reth := p.RETH()
@@ -123,7 +122,13 @@ func (qp *QP) answerPassed() {
 	}
 	if r.dupACK && !qp.answerLater(r.dupPSN) {
 		r.dupACK = false
-		qp.sendACK(wire.ACKSyndrome(wire.CreditsUnlimited), qp.answeredTo())
-		qp.dev.counters.inc(ACKSent)
+		qp.ackAgain()
 	}
+}
+
+// ackAgain acknowledges duplicate SENDs and WRITEs: up to what an ACK may
+// acknowledge now (answeredTo).
+func (qp *QP) ackAgain() {
+	qp.sendACK(wire.ACKSyndrome(wire.CreditsUnlimited), qp.answeredTo())
+	qp.dev.counters.inc(ACKSent)
 }
