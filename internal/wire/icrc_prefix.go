@@ -74,17 +74,24 @@ var prefixTerms6 = [2][256]uint32(headerTerms(ipv6HeaderSize-4+udpHeaderSize, []
 // headerTerms builds, for each list of offsets into headers of length
 // size, the table of what a byte value at all of those offsets adds to
 // the register after them: the CRC of that byte from a zero register,
-// advanced over the zero bytes that follow it.
+// advanced over the zero bytes that follow it. That is linear in the
+// byte, so only the eight one-bit values are advanced and the others are
+// sums of them, which keeps the package's start-up short.
 func headerTerms(size int, offsets [][]int) (t [][256]uint32) {
 	t = make([][256]uint32, len(offsets))
 	for i, offs := range offsets {
-		for v := range 256 {
+		for b := range 8 {
 			for _, o := range offs {
-				r := icrcTab[0][v]
+				r := icrcTab[0][1<<b]
 				for range size - o - 1 {
 					r = zeroByte(r)
 				}
-				t[i][v] ^= r
+				t[i][1<<b] ^= r
+			}
+		}
+		for v := 3; v < 256; v++ {
+			if low := v & -v; low != v {
+				t[i][v] = t[i][v-low] ^ t[i][low]
 			}
 		}
 	}
