@@ -198,6 +198,11 @@ func (d *Device) Close() error {
 	d.closed = true
 	qps := d.qps.all(nil) // no QP is added once closed is set
 	d.mu.Unlock()
+	for _, qp := range qps {
+		qp.mu.Lock()
+		qp.settle() // while the link is open
+		qp.mu.Unlock()
+	}
 	close(d.stop)
 	err := d.bind.Close()
 	d.wg.Wait()

@@ -24,6 +24,7 @@ func (qp *QP) modify(attr *QPAttr, mask ib.QPAttrMask) error {
 	if qp.destroyed {
 		return ErrClosed
 	}
+	qp.settle()
 	cur := qp.State()
 	next := cur
 	if mask&ib.QPAttrState != 0 {

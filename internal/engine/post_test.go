@@ -151,3 +151,110 @@ func spinUntil(t *testing.T, mu *sync.Mutex, cond func() bool, fail string) {
 		runtime.Gosched()
 	}
 }
+
+// TestPollerAnswersInTheACKsFlush: a turn that executed a request ends
+// before its ACK and yields, so that a poller waiting for what the request
+// did posts its answer, whose own turn sends answer and ACK in one Send —
+// the latency path's one system call. One processor, as a pinned tool has:
+// the poller runs only where the receiving goroutine yields. Which
+// goroutine the scheduler runs after a yield is its choice (the race
+// detector shuffles it on purpose), so each attempt must send the right
+// packets, and one of a few attempts at least must send them together;
+// without the yield none can, as the ACK leaves before the poller runs.
+func TestPollerAnswersInTheACKsFlush(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, tc := range []struct {
+		name string
+		in   *pkt
+		// arrived reports what the poller waits for: ib_write_lat spins on
+		// the written byte (here the packet's count, which the race
+		// detector lets a goroutine read), ib_send_lat on a receive
+		// completion.
+		arrived func(r *pktRig) bool
+		want    []out // in this order when in one Send
+	}{{
+		name: "WRITE: the answer, then the ACK as the run's shorter last segment",
+		in:   &pkt{op: wire.RCWriteOnly, psn: 0, ack: true, payload: letter(7), fill: rethAt(regionKey, 0, 8)},
+		arrived: func(r *pktRig) bool {
+			return r.dev.Counters()[RcvdPkts] > r.base[RcvdPkts]
+		},
+		want: []out{sendOnly(0, 0), ack(0, 1)},
+	}, {
+		name: "SEND completing a receive: its ACK first",
+		in:   &pkt{op: wire.RCSendOnly, psn: 0, ack: true, payload: letter(7)},
+		arrived: func(r *pktRig) bool {
+			n, err := r.cq.Poll(make([]WC, 1))
+			return n == 1 && err == nil
+		},
+		want: []out{ack(0, 1), sendOnly(0, 0)},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tries [][]int
+			for len(tries) < 20 && (len(tries) == 0 || len(tries[len(tries)-1]) != 1) {
+				synctest.Test(t, func(t *testing.T) {
+					r, cb := countingRig(t, 4)
+					answered := make(chan error, 1)
+					go func() {
+						for !tc.arrived(r) {
+							runtime.Gosched()
+						}
+						_, err := r.qp.PostSend(r.sendWR(0))
+						answered <- err
+					}()
+					r.inject(t, tc.in)
+					if err := <-answered; err != nil {
+						t.Fatal(err)
+					}
+					got := r.sent()
+					sends := cb.calls()
+					tries = append(tries, sends)
+					if len(sends) == 1 {
+						checkOut(t, got, tc.want)
+					} else {
+						checkOut(t, got, []out{ack(0, 1), sendOnly(0, 0)}) // ACK, then the answer
+					}
+				})
+			}
+			if last := tries[len(tries)-1]; len(last) != 1 || last[0] != 2 {
+				t.Errorf("Sends of each attempt %v: the answer and the ACK never left together", tries)
+			}
+		})
+	}
+}
+
+// TestOwedACKOutlivesThePoller: a poller that saw a received message's
+// completion in the yield before its ACK, and then modifies, destroys or
+// closes, does not lose that ACK: the peer counts on it as from a
+// responder that acknowledges on arrival (ibv_rc_pingpong's last
+// iteration destroys at once, and its peer's last SEND went unacknowledged).
+func TestOwedACKOutlivesThePoller(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, tc := range []struct {
+		name string
+		then func(r *pktRig) error
+	}{
+		{"destroy", func(r *pktRig) error { r.qp.Destroy(); return nil }},
+		{"modify to RESET", func(r *pktRig) error {
+			return r.qp.Modify(&QPAttr{State: ib.QPStateReset}, ib.QPAttrState)
+		}},
+		{"close the device", func(r *pktRig) error { return r.dev.Close() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newPktRig(t)
+				done := make(chan error, 1)
+				go func() {
+					for n, _ := r.cq.Poll(make([]WC, 1)); n == 0; n, _ = r.cq.Poll(make([]WC, 1)) {
+						runtime.Gosched()
+					}
+					done <- tc.then(r)
+				}()
+				r.inject(t, &pkt{op: wire.RCSendOnly, psn: 0, ack: true, payload: letter(7)})
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				checkOut(t, r.sent(), []out{ack(0, 1)})
+			})
+		})
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -217,6 +216,7 @@ func (qp *QP) shutdown(flush bool) {
 	if qp.destroyed {
 		return
 	}
+	qp.settle()
 	qp.destroyed = true
 	qp.state.Store(uint32(ib.QPStateErr))
 	if flush {
@@ -225,6 +225,18 @@ func (qp *QP) shutdown(flush bool) {
 	qp.dropInbound()
 	qp.xmit.discard()
 	qp.dev.timers.remove(qp) // a turn that ran before may have re-armed it
+}
+
+// settle sends what a turn that ended for a poller (turnYield) left owed:
+// the ACK of the requests it executed and what it queued. The poller may
+// have seen those requests' effects and gone on to modify, destroy or close
+// (ibv_rc_pingpong's last iteration does), but the peer counts on the ACK
+// as from a responder that acknowledges on arrival. Called with mu held,
+// before the QP changes state or stops; over a link already closed the
+// send fails and is counted.
+func (qp *QP) settle() {
+	qp.sendPendingACK()
+	qp.xmit.flush(qp)
 }
 
 // dropInbound frees every queued received packet. Called with mu held.
@@ -237,15 +249,16 @@ func (qp *QP) dropInbound() {
 
 // turn is one bounded step of the QP's work: received packets, timers, the
 // requester, then the coalesced ACK and the transmit batch.
-func (qp *QP) turn() (more bool) {
+func (qp *QP) turn() turnEnd {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
 	if qp.destroyed {
-		return false
+		return turnDone
 	}
 	now := monoNow()
 	armed := qp.comp.deadline
 	budget := turnBudget
+	executed := false // a request ran: a poller may answer it
 	for budget > 0 && qp.State() != ib.QPStateErr {
 		if qp.resp.read.active {
 			n := qp.streamRead(now, budget)
@@ -274,6 +287,7 @@ func (qp *QP) turn() (more bool) {
 			qp.dev.counters.inc(DropQPState)
 		case p.Info().Is(wire.OpRequest):
 			qp.kind.respond(qp, in, now)
+			executed = true
 		default:
 			qp.complete(p, now)
 		}
@@ -284,20 +298,25 @@ func (qp *QP) turn() (more bool) {
 		qp.resp.rx = false
 		qp.armStall(now)
 	}
-	if qp.resp.ackPending && qp.inbound.Len() == 0 {
+	if executed && qp.resp.ackPending && qp.inbound.Len() == 0 {
 		// The requests just executed are often what a poller waits for
 		// (ib_write_lat's spin on the written byte, a receive completion),
-		// and its answer is a post. Yielding once lets it post now, which
-		// only arms this busy task: request below sends the answer in the
-		// same flush as the ACK, one system call instead of two on the
-		// latency path (ib_write_lat 8 B typical, busy 2-core machine,
-		// medians of 5: 13.5 → 9.4 µs; raw Go UDP busy-poll 4.8 µs).
-		runtime.Gosched()
+		// and its answer is a post. The turn ends here, its ACK still
+		// pending, and the task yields the processor (task.loop): the
+		// poller's post then finds the task idle and runs the next turn
+		// itself, which sends the answer and the ACK in one flush, one
+		// system call instead of two on the latency path, without a
+		// second goroutine switch back to this one first. If nobody
+		// posts, the task's owner takes the next turn after the yield.
+		return turnYield
 	}
 	// Work is left if the budget ran out; otherwise the loop stopped at
 	// an empty queue, a paced stream (the timer resumes it) or a request
 	// waiting for the stream (its end resumes it).
-	more = budget == 0
+	end := turnDone
+	if budget == 0 {
+		end = turnMore
+	}
 	if qp.State() != ib.QPStateErr {
 		qp.checkTimers(now)
 		qp.congest(now)
@@ -313,7 +332,7 @@ func (qp *QP) turn() (more bool) {
 		qp.sendPendingACK()
 	}
 	if qp.State() != ib.QPStateErr && qp.kind.request(qp, now, turnBudget) {
-		more = true
+		end = turnMore
 	}
 	qp.completeLocal() // mw.go
 	// Otherwise the coalesced ACK goes after the requests: an ACK is
@@ -329,7 +348,7 @@ func (qp *QP) turn() (more bool) {
 	if qp.State() == ib.QPStateErr {
 		// Entered now, or work was posted while in it.
 		qp.flush()
-		more = false
+		end = turnDone
 	}
 	qp.xmit.flush(qp)
 	if d := qp.comp.deadline; d != armed && !d.IsZero() {
@@ -344,7 +363,7 @@ func (qp *QP) turn() (more bool) {
 		qp.comp.restartTimer(now, &qp.attr)
 	}
 	qp.armTimer(now)
-	return more
+	return end
 }
 
 // turnBudget bounds the packets handled and sent in one turn.

@@ -1,6 +1,9 @@
 package engine
 
-import "sync/atomic"
+import (
+	"runtime"
+	"sync/atomic"
+)
 
 // Task states, as rxe schedules its tasks: an idle task is run by whoever schedules
 // it; scheduling a busy task arms it, so the running owner takes one more
@@ -11,6 +14,15 @@ const (
 	taskArmed
 )
 
+// turnEnd is how a turn ended.
+type turnEnd int8
+
+const (
+	turnDone  turnEnd = iota // no work is left
+	turnMore                 // the budget ran out with work left
+	turnYield                // ended early for a poller to answer; the rest is owed
+)
+
 // maxInlineTurns bounds how many consecutive turns a scheduling goroutine
 // (a poster, the receive loop, the timer) runs before handing the QP to the
 // device worker, so one busy QP cannot hold another caller hostage.
@@ -19,8 +31,8 @@ const maxInlineTurns = 4
 // task gives a QP exactly one owner at a time.
 type task struct {
 	state atomic.Int32
-	// turn runs one bounded step of work and reports whether work remains.
-	turn func() (more bool)
+	// turn runs one bounded step of work and says how it ended.
+	turn func() turnEnd
 	// handoff continues the task on another goroutine; the task stays busy.
 	handoff func()
 }
@@ -37,19 +49,26 @@ type task struct {
 // 0.14. A pinned tool has one processor, where a hand-off only adds a
 // goroutine switch; unpinned, the two processes already fill both cores.
 func (t *task) schedule() {
+	if t.claim() {
+		t.loop(maxInlineTurns)
+	}
+}
+
+// claim makes the caller the owner of an idle task and reports true; a
+// busy task it arms instead, so that its owner takes one more turn.
+func (t *task) claim() bool {
 	for {
 		switch t.state.Load() {
 		case taskIdle:
 			if t.state.CompareAndSwap(taskIdle, taskBusy) {
-				t.loop(maxInlineTurns)
-				return
+				return true
 			}
 		case taskBusy:
 			if t.state.CompareAndSwap(taskBusy, taskArmed) {
-				return
+				return false
 			}
 		default: // armed: the owner will look again
-			return
+			return false
 		}
 	}
 }
@@ -61,36 +80,40 @@ func (t *task) schedule() {
 // doorbell rung once for many WQEs. Under GOMAXPROCS=1 the worker runs
 // only when the poster yields, which is the point.
 func (t *task) kick() {
-	for {
-		switch t.state.Load() {
-		case taskIdle:
-			if t.state.CompareAndSwap(taskIdle, taskBusy) {
-				t.handoff()
-				return
-			}
-		case taskBusy:
-			if t.state.CompareAndSwap(taskBusy, taskArmed) {
-				return
-			}
-		default:
-			return
-		}
+	if t.claim() {
+		t.handoff()
 	}
 }
 
 // loop runs turns as the owner until no work is left, or hands the task
 // over after limit turns that all had more work (limit < 0: no limit).
+//
+// A turn that ended for a poller to answer (turnYield) is owed the rest of
+// its work: the task is let go, so that the poller's post runs the next
+// turn itself, then the processor is yielded, and the task is taken again
+// unless someone else owns it by then (whose turn does the rest).
 func (t *task) loop(limit int) {
 	for n := 1; ; n++ {
-		if t.turn() {
+		switch t.turn() {
+		case turnYield:
+			if !t.state.CompareAndSwap(taskBusy, taskIdle) {
+				break // armed: a post came already; the next turn sends it
+			}
+			runtime.Gosched()
+			if !t.claim() {
+				return
+			}
+			fallthrough
+		case turnMore:
 			if limit >= 0 && n >= limit {
 				t.handoff()
 				return
 			}
 			continue
-		}
-		if t.state.CompareAndSwap(taskBusy, taskIdle) {
-			return
+		default:
+			if t.state.CompareAndSwap(taskBusy, taskIdle) {
+				return
+			}
 		}
 		t.state.Store(taskBusy) // it was armed: take another turn
 	}
