@@ -152,7 +152,7 @@ func (s *socket) wake() {
 }
 
 // close closes the descriptor. The caller has woken the socket and made
-// sure that no Read, Write or Control runs.
+// sure that no Read or Write runs.
 func (s *socket) close() error {
 	if err := unix.Close(s.fd); err != nil {
 		return os.NewSyscallError("close", err)

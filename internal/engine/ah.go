@@ -70,11 +70,17 @@ func (d *Device) route(a *AHAttr) (netip.AddrPort, wire.Envelope) {
 		port = wire.UDPPort
 	}
 	dst := netip.AddrPortFrom(a.DGID.Addr().Unmap(), port)
+	return dst, envelope(d.local, dst)
+}
+
+// envelope returns the envelope, prepared, of a datagram from src to dst,
+// sent with DF as the UDP link sends (doc/design.md §3).
+func envelope(src, dst netip.AddrPort) wire.Envelope {
 	env := wire.Envelope{
-		Src: d.local.Addr(), Dst: dst.Addr(),
+		Src: src.Addr(), Dst: dst.Addr(),
 		FlagsFragment: wire.FlagDontFragment,
-		SrcPort:       d.local.Port(), DstPort: port,
+		SrcPort:       src.Port(), DstPort: dst.Port(),
 	}
 	env.Prepare()
-	return dst, env
+	return env
 }

@@ -244,7 +244,8 @@ func TestOwedACKOutlivesThePoller(t *testing.T) {
 				r := newPktRig(t)
 				done := make(chan error, 1)
 				go func() {
-					for n, _ := r.cq.Poll(make([]WC, 1)); n == 0; n, _ = r.cq.Poll(make([]WC, 1)) {
+					wcs := make([]WC, 1)
+					for n, _ := r.cq.Poll(wcs); n == 0; n, _ = r.cq.Poll(wcs) {
 						runtime.Gosched()
 					}
 					done <- tc.then(r)

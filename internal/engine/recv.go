@@ -239,12 +239,7 @@ func (d *Device) accept(m *conn.Message) *QP {
 	if env.Src != m.Addr.Addr() || env.SrcPort != m.Addr.Port() {
 		// A new peer (a datagram QP's sources come and go): its
 		// envelope is prepared once for the packets that follow.
-		*env = wire.Envelope{
-			Src: m.Addr.Addr(), Dst: d.local.Addr(),
-			FlagsFragment: wire.FlagDontFragment,
-			SrcPort:       m.Addr.Port(), DstPort: d.local.Port(),
-		}
-		env.Prepare()
+		*env = envelope(m.Addr, d.local)
 	}
 	if !icrcOK(p, env, m) {
 		d.counters.inc(DropBadICRC)
