@@ -214,10 +214,11 @@ func (s *sendScratch) write(b *UDPBind, k int) (int, error) {
 }
 
 // sendmmsg runs inside the socket's Write on the non-blocking socket; returning
-// false on EAGAIN parks the goroutine until the socket is writable.
+// false on EAGAIN parks the goroutine until the socket is writable. The
+// call is raw, as recvmmsg's is and for the same reason: it never sleeps.
 func (s *sendScratch) sendmmsg(fd uintptr) bool {
 	for {
-		n, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd,
+		n, _, e := unix.RawSyscall6(unix.SYS_SENDMMSG, fd,
 			uintptr(unsafe.Pointer(&s.hs[0])), uintptr(s.k), 0, 0, 0)
 		switch e {
 		case unix.EINTR:
