@@ -4,10 +4,8 @@ package conn
 
 import (
 	"encoding/binary"
-	"net"
 	"net/netip"
 	"os"
-	"strconv"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -178,8 +176,8 @@ func (s *sendScratch) sockaddr(i int, a netip.Addr, port uint16, is6 bool) uint3
 	return unix.SizeofSockaddrInet6
 }
 
-// scope returns the scope id of an IPv6 zone, caching the answer: the
-// interface table lookup allocates.
+// scope returns the scope id of an IPv6 zone (zoneID; 0 for one it cannot
+// resolve), caching the answer: the interface table lookup allocates.
 func (s *sendScratch) scope(zone string) uint32 {
 	if zone == "" {
 		return 0
@@ -187,12 +185,7 @@ func (s *sendScratch) scope(zone string) uint32 {
 	if id, ok := s.zones[zone]; ok {
 		return id
 	}
-	var id uint32
-	if ifi, err := net.InterfaceByName(zone); err == nil {
-		id = uint32(ifi.Index)
-	} else if n, err := strconv.ParseUint(zone, 10, 32); err == nil {
-		id = uint32(n)
-	}
+	id, _ := zoneID(zone)
 	if s.zones == nil {
 		s.zones = make(map[string]uint32)
 	}

@@ -112,19 +112,20 @@ func (s *socket) bind(laddr netip.AddrPort, is6 bool) (netip.AddrPort, error) {
 }
 
 // zoneID returns the interface index an IPv6 zone names: an interface
-// name or a number; 0 for none.
+// name or, failing that, a number, as package net reads zones; 0 for
+// none. Binding and sending (sendScratch.scope) both resolve zones here.
 func zoneID(zone string) (uint32, error) {
 	if zone == "" {
 		return 0, nil
 	}
-	if n, err := strconv.ParseUint(zone, 10, 32); err == nil {
+	ifi, err := net.InterfaceByName(zone)
+	if err == nil {
+		return uint32(ifi.Index), nil
+	}
+	if n, perr := strconv.ParseUint(zone, 10, 32); perr == nil {
 		return uint32(n), nil
 	}
-	ifi, err := net.InterfaceByName(zone)
-	if err != nil {
-		return 0, err
-	}
-	return uint32(ifi.Index), nil
+	return 0, err
 }
 
 // Read calls f until it returns true, sleeping until the socket is

@@ -175,3 +175,27 @@ func TestSocketWriteWaits(t *testing.T) {
 		t.Errorf("Read after wake returned %v, want net.ErrClosed", err)
 	}
 }
+
+// TestZoneID checks how IPv6 zones resolve, for binding and for sending
+// (sendScratch.scope caches the same answers): by interface name first,
+// then as a number.
+func TestZoneID(t *testing.T) {
+	lo, err := net.InterfaceByName("lo")
+	if err != nil {
+		t.Skipf("no loopback interface: %v", err)
+	}
+	var s sendScratch
+	for _, tc := range []struct {
+		zone string
+		want uint32
+		ok   bool
+	}{{"", 0, true}, {"lo", uint32(lo.Index), true}, {"4711", 4711, true}, {"no-such-if", 0, false}} {
+		got, err := zoneID(tc.zone)
+		if got != tc.want || (err == nil) != tc.ok {
+			t.Errorf("zoneID(%q) = %d, %v; want %d, ok %v", tc.zone, got, err, tc.want, tc.ok)
+		}
+		if id := s.scope(tc.zone); id != tc.want {
+			t.Errorf("scope(%q) = %d, want %d", tc.zone, id, tc.want)
+		}
+	}
+}
