@@ -5,7 +5,9 @@ import (
 	"net"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 )
 
 // freeTCPPort returns a TCP port nothing listens on at the moment.
@@ -36,15 +38,16 @@ func TestStatsOption(t *testing.T) {
 			done <- run([]string{tool, "--stats", "-p", port, "-n", "20", "--addr", "127.0.3.1"}, &srvOut, &srvErr)
 		}()
 		var err error
-		for range 200 { // the server may not listen yet
+		for range 500 { // the server may not listen yet: try for up to 5 s
 			var out bytes.Buffer
 			cliErr.Reset()
 			if err = run([]string{tool, "--stats", "-p", port, "-n", "20", "--addr", "127.0.3.2", "127.0.3.1"}, &out, &cliErr); err == nil {
 				break
 			}
-			if !bytes.Contains([]byte(err.Error()), []byte("connect")) {
+			if !strings.Contains(err.Error(), "connect") {
 				break
 			}
+			time.Sleep(10 * time.Millisecond)
 		}
 		if err != nil {
 			t.Fatalf("%s client: %v", tool, err)
