@@ -58,6 +58,11 @@ type Message struct {
 	// (UDP GRO): all Seg bytes but a shorter last. 0 means one datagram.
 	// Datagram returns them one by one.
 	Seg int
+	// Flow is, on send, the flow the datagram leaves by: 0 for the bind's
+	// own socket, otherwise what FlowOpener.OpenFlow returned for Addr;
+	// the datagram was sealed for the source address that call returned.
+	// Ignored on receive and by links without flows.
+	Flow int
 	// ECN is, on receive, the ECN codepoint of the datagram's IP header
 	// (ECNNotECT … ECNCE) where the link reports it: memconn does, a UDP
 	// socket does not (0). Ignored on send: ECNSetter sets a link's.
@@ -156,7 +161,8 @@ type Bind interface {
 // IPIDPlanner is implemented by a Bind whose sends may give IPv4 datagrams
 // Identifications other than 0: UDPBind with segmentation offload (GSO)
 // sends a run of equal-size datagrams to one address as one, and the
-// kernel numbers the segments 0, 1, 2, …. A caller that seals checksums
+// kernel numbers the segments 0, 1, 2, …; a flow's (FlowOpener) count on
+// from where its socket is. A caller that seals checksums
 // over the ID (the RoCEv2 ICRC) plans a batch, reseals each datagram for
 // the ID planned, and sends the batch unchanged.
 type IPIDPlanner interface {
@@ -165,8 +171,25 @@ type IPIDPlanner interface {
 	PlanIPIDs(msgs []Message)
 }
 
+// FlowOpener is implemented by a Bind that can send to a peer from a
+// socket connected to it, which spares the kernel a route lookup on
+// every send (UDPBind on Linux; doc/design.md §3). A flow's datagrams
+// leave from a source port of their own, so the caller seals them for the
+// address OpenFlow returns, marks them with the flow (Message.Flow), and
+// plans their IPv4 IDs (IPIDPlanner): a connected socket numbers its
+// datagrams from a start of its own.
+type FlowOpener interface {
+	// OpenFlow readies a flow to dst, or finds the one open already, and
+	// returns it with the source address its datagrams carry. Flow 0
+	// means none (sends to dst go from LocalAddr as before): the link
+	// may decline, for one, when peers could not tell the flow's
+	// datagrams from another device's.
+	OpenFlow(dst netip.AddrPort) (flow int, src netip.AddrPort)
+}
+
 // ErrReplan is returned by Send when the plan of the remaining messages no
 // longer holds: the bind stopped coalescing (the device turned out not to
-// support it) after they were planned. The count returned says how many
+// support it) after they were planned, or another Send used one of their
+// flows in between. The count returned says how many
 // were sent; plan the rest again, reseal and send them.
 var ErrReplan = errors.New("conn: IPv4 ID plan out of date, plan the batch again")

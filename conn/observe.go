@@ -28,7 +28,8 @@ type Observer interface {
 //
 // An observed Bind plans IPv4 IDs when b does (IPIDPlanner), so observing
 // a GSO link does not turn its coalescing off, and the observer sees the
-// IDs the datagrams carry on the wire.
+// IDs the datagrams carry on the wire. It opens no flows (FlowOpener): its
+// datagrams all leave from the address the observer is shown.
 func Observe(b Bind, o Observer) Bind {
 	ob := &observed{Bind: b, o: o, local: b.LocalAddr()}
 	if p, ok := b.(IPIDPlanner); ok {

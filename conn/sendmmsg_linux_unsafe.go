@@ -33,6 +33,7 @@ type sendScratch struct {
 	segs  []int  // segs[i]: datagrams in msghdr i
 
 	// Arguments and results of the call made inside the socket's Write.
+	f     *flow // the flow the msghdrs go by, nil for the bind's socket
 	k     int
 	n     int
 	errno unix.Errno
@@ -69,6 +70,12 @@ func (s *sendScratch) send(b *UDPBind, msgs []Message) (int, error) {
 		if k > 0 {
 			n, err = s.write(b, k)
 		}
+		if f := s.f; f != nil {
+			f.next.Add(uint32(n))
+			if err != nil || n < k {
+				f.stale = true // a send that failed may have used an ID
+			}
+		}
 		for i := range v {
 			s.iovs[i].Base = nil // the bind must not keep the caller's buffers
 		}
@@ -93,33 +100,56 @@ func (s *sendScratch) send(b *UDPBind, msgs []Message) (int, error) {
 }
 
 // pack fills msghdrs from msgs, one per GSO run or lone datagram, until
-// the scratch is full, and returns the msghdrs and iovecs used. It stops
-// before a datagram it cannot send: an unreachable address, or a plan the
-// bind no longer follows (ErrReplan); that error comes with the counts.
+// the scratch is full or the next datagram goes by another socket (the
+// bind's or a flow's, s.f), and returns the msghdrs and iovecs used. It
+// stops before a datagram it cannot send: an unreachable address, or a
+// plan the bind no longer follows (ErrReplan); that error comes with the
+// counts.
 func (s *sendScratch) pack(b *UDPBind, msgs []Message) (k, v int, err error) {
 	gso := b.gso.Load()
+	if len(msgs) > 0 {
+		if s.f, err = s.flow(b, msgs[0].Flow); err != nil {
+			return 0, 0, err
+		}
+	}
 	for i := 0; i < len(msgs) && k < len(s.hs); {
 		m := &msgs[i]
+		if m.Flow != msgs[0].Flow {
+			break
+		}
 		a, err := b.destination(m.Addr)
 		if err != nil {
 			return k, v, err
 		}
+		var first uint16 // the ID this send's datagram gets
+		if s.f != nil {
+			if m.Addr != s.f.dst {
+				return k, v, errFlowAddr
+			}
+			first = uint16(s.f.next.Load()) + uint16(k)
+		}
 		// A run goes out as one only as planned; a lone datagram gets
-		// ID 0, so a planned ID that is not 0 means the plan is stale.
+		// the send's ID, so another planned ID means the plan is stale,
+		// as is a flow's datagram that was not planned.
 		run := 1
 		if m.HasIPID {
-			if r := runLen(msgs[i:]); gso && r > 1 && b.runPlanned(msgs[i:i+r]) {
+			if r := runLen(msgs[i:]); gso && r > 1 && b.runPlanned(msgs[i:i+r], first) {
 				run = r
 			}
-			if run == 1 && m.IPID != 0 {
+			if run == 1 && m.IPID != b.segmentID(first, 0) {
 				return k, v, ErrReplan
 			}
+		} else if s.f != nil && !b.is6 {
+			return k, v, ErrReplan
 		}
 		if v+3*run > len(s.iovs) {
 			break
 		}
 		h := &s.hs[k].hdr
-		h.Namelen = s.sockaddr(k, a, m.Addr.Port(), b.is6)
+		h.Namelen = 0 // a flow's socket is connected
+		if s.f == nil {
+			h.Namelen = s.sockaddr(k, a, m.Addr.Port(), b.is6)
+		}
 		h.Iov = &s.iovs[v]
 		h.Control, h.Controllen = nil, 0
 		if run > 1 {
@@ -139,6 +169,24 @@ func (s *sendScratch) pack(b *UDPBind, msgs []Message) (k, v int, err error) {
 		i += run
 	}
 	return k, v, nil
+}
+
+// flow returns flow i, nil for the bind's socket (0), probing it first if
+// its count went stale.
+func (s *sendScratch) flow(b *UDPBind, i int) (*flow, error) {
+	if i == 0 {
+		return nil, nil
+	}
+	f := b.fl.get(i)
+	if f == nil {
+		return nil, errNoFlow
+	}
+	if f.stale {
+		if err := b.recalibrate(f); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
 }
 
 // gather points the iovecs from v on at m's non-empty parts and returns
@@ -197,7 +245,13 @@ func (s *sendScratch) scope(zone string) uint32 {
 // in the runtime poller while the socket buffer is full.
 func (s *sendScratch) write(b *UDPBind, k int) (int, error) {
 	s.k, s.n, s.errno = k, 0, 0
-	if err := b.sock.Write(s.fn); err != nil {
+	var err error
+	if s.f != nil {
+		err = b.sock.WriteFD(s.f.fd, s.fn)
+	} else {
+		err = b.sock.Write(s.fn)
+	}
+	if err != nil {
 		return 0, err
 	}
 	if s.errno != 0 {
@@ -215,6 +269,12 @@ func (s *sendScratch) sendmmsg(fd uintptr) bool {
 			uintptr(unsafe.Pointer(&s.hs[0])), uintptr(s.k), 0, 0, 0)
 		switch e {
 		case unix.EINTR:
+			continue
+		case unix.ECONNREFUSED:
+			// A flow's socket is connected, so an ICMP port
+			// unreachable from its peer (a device that was closed)
+			// fails the next send, which sent nothing; the bind's own
+			// socket never reports one (doc/design.md §3). Send again.
 			continue
 		case unix.EAGAIN:
 			return false

@@ -41,6 +41,20 @@ type socket struct {
 // openSocket opens a non-blocking UDP socket bound to laddr (IPv4, or
 // IPv6 only if is6) and returns it with the address it is bound to.
 func openSocket(laddr netip.AddrPort, is6 bool) (*socket, netip.AddrPort, error) {
+	s, local, err := openSocketBare(laddr, is6)
+	if err != nil {
+		return nil, laddr, err
+	}
+	if err := s.initWaiters(); err != nil {
+		return nil, laddr, err
+	}
+	return s, local, nil
+}
+
+// openSocketBare is openSocket without the waiters, for a socket that
+// never sleeps on its own: a flow's, whose sends wait with the bind's
+// (socket.WriteFD), and the probe socket (flow_linux.go).
+func openSocketBare(laddr netip.AddrPort, is6 bool) (*socket, netip.AddrPort, error) {
 	family := unix.AF_INET
 	if is6 {
 		family = unix.AF_INET6
@@ -49,14 +63,10 @@ func openSocket(laddr netip.AddrPort, is6 bool) (*socket, netip.AddrPort, error)
 	if err != nil {
 		return nil, laddr, os.NewSyscallError("socket", err)
 	}
-	s, err := newSocket(fd)
-	if err != nil {
-		return nil, laddr, err
-	}
+	s := &socket{fd: fd}
 	local, err := s.bind(laddr, is6)
 	if err != nil {
-		s.wake()
-		s.close()
+		unix.Close(fd)
 		return nil, laddr, err
 	}
 	return s, local, nil
@@ -66,6 +76,15 @@ func openSocket(laddr netip.AddrPort, is6 bool) (*socket, netip.AddrPort, error)
 // waiters; on failure it closes fd.
 func newSocket(fd int) (*socket, error) {
 	s := &socket{fd: fd}
+	if err := s.initWaiters(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// initWaiters readies the socket's waiters; on failure it closes the
+// socket.
+func (s *socket) initWaiters() error {
 	err := s.rd.init(unix.EPOLLIN)
 	if err == nil {
 		err = s.wr.init(unix.EPOLLOUT)
@@ -73,9 +92,8 @@ func newSocket(fd int) (*socket, error) {
 	if err != nil {
 		s.wake()
 		s.close()
-		return nil, err
 	}
-	return s, nil
+	return err
 }
 
 // bind binds the socket to laddr and returns the address it got (the
@@ -131,14 +149,18 @@ func zoneID(zone string) (uint32, error) {
 // Read calls f until it returns true, sleeping until the socket is
 // readable whenever it returns false. It fails once the socket is woken
 // for closing.
-func (s *socket) Read(f func(fd uintptr) bool) error { return s.io(f, &s.rd) }
+func (s *socket) Read(f func(fd uintptr) bool) error { return s.io(s.fd, f, &s.rd) }
 
 // Write is Read for writability.
-func (s *socket) Write(f func(fd uintptr) bool) error { return s.io(f, &s.wr) }
+func (s *socket) Write(f func(fd uintptr) bool) error { return s.io(s.fd, f, &s.wr) }
 
-func (s *socket) io(f func(fd uintptr) bool, w *waiter) error {
-	for !f(uintptr(s.fd)) {
-		if err := w.wait(s.fd); err != nil {
+// WriteFD is Write on another descriptor, a flow's, with the socket's
+// waiter: the bind writes to one descriptor at a time (under sendMu).
+func (s *socket) WriteFD(fd int, f func(fd uintptr) bool) error { return s.io(fd, f, &s.wr) }
+
+func (s *socket) io(fd int, f func(fd uintptr) bool, w *waiter) error {
+	for !f(uintptr(fd)) {
+		if err := w.wait(fd); err != nil {
 			return err
 		}
 	}

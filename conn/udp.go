@@ -29,6 +29,10 @@ const (
 	// maxGSOBytes is the most UDP payload one GSO send carries: the
 	// 65535-byte IPv4 datagram less its IP and UDP headers.
 	maxGSOBytes = 65535 - 20 - 8
+	// maxFlows bounds the peers a UDPBind sends to over flows of their
+	// own (FlowOpener); further peers are sent to from its own socket.
+	// Each flow holds a socket.
+	maxFlows = 16
 	// noOffloadEnv names the environment variable that, set to 1, turns
 	// segmentation offload off in every UDPBind (for A/B measurements).
 	noOffloadEnv = "GOVERBS_NOGSO"
@@ -39,6 +43,8 @@ var (
 	errAddrFamily   = errors.New("conn: destination address family does not match the socket")
 	errInvalidAddr  = errors.New("conn: invalid destination address")
 	errNoProgress   = errors.New("conn: sendmmsg sent nothing")
+	errNoFlow       = errors.New("conn: send by a flow that is not open")
+	errFlowAddr     = errors.New("conn: send by a flow to another address than its peer")
 	errLocalAddrNil = errors.New("conn: ListenUDP needs a valid local address")
 )
 
@@ -79,6 +85,7 @@ type UDPBind struct {
 	rx     recvScratch // guarded by recvMu
 
 	gso atomic.Bool // coalescing sends; cleared for good on a GSO failure
+	fl  flowTable   // sockets connected to peers (flow_linux.go)
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -152,7 +159,10 @@ func (b *UDPBind) SetECN(ecn uint8) error {
 	if b.closed.Load() {
 		return net.ErrClosed
 	}
-	return b.sock.setTrafficClass(b.is6, int(ecn&3))
+	if err := b.sock.setTrafficClass(b.is6, int(ecn&3)); err != nil {
+		return err
+	}
+	return b.setFlowsTrafficClass(int(ecn & 3))
 }
 
 // BatchSize returns how many datagrams one system call moves.
@@ -194,6 +204,7 @@ func (b *UDPBind) Close() error {
 		b.recvMu.Lock()
 		b.sendMu.Lock()
 		b.closeErr = b.sock.close()
+		b.closeFlows()
 		b.sendMu.Unlock()
 		b.recvMu.Unlock()
 	})
@@ -241,33 +252,40 @@ func roundErr(k, n int, err, perr error) error {
 func (b *UDPBind) Offload() (gso, gro bool) { return b.gso.Load(), b.rx.groOn() }
 
 // PlanIPIDs sets the IPv4 ID each message's datagram will carry when msgs
-// is sent as it is: the index of the datagram in its GSO run (0 for a
-// datagram sent alone, and always 0 over IPv6, which has no ID in the
-// ICRC). It implements IPIDPlanner.
+// is sent as it is: the ID of its send, from the bind's own socket 0 and
+// from a flow the flow's count (see flow), plus the index of the datagram
+// in its GSO run; always 0 over IPv6, which has no ID in the ICRC. It
+// implements IPIDPlanner.
 func (b *UDPBind) PlanIPIDs(msgs []Message) {
 	gso := b.gso.Load()
+	var sends [maxFlows + 1]uint16 // sends planned so far, per flow
 	for i := 0; i < len(msgs); {
 		k := 1
 		if gso {
 			k = runLen(msgs[i:])
 		}
+		var first uint16
+		if fl := msgs[i].Flow; fl > 0 && fl <= maxFlows {
+			first = b.flowNext(fl) + sends[fl]
+			sends[fl]++
+		}
 		for j := range k {
-			msgs[i+j].IPID, msgs[i+j].HasIPID = b.segmentID(j), true
+			msgs[i+j].IPID, msgs[i+j].HasIPID = b.segmentID(first, j), true
 		}
 		i += k
 	}
 }
 
-// segmentID is the IPv4 ID Linux gives segment j of a GSO send from an
-// unconnected DF socket: the first gets the 0 of a lone DF datagram
-// (ip_select_ident_segs) and segmentation counts up from there
+// segmentID is the IPv4 ID Linux gives segment j of a GSO send whose
+// datagram gets ID first: for an unconnected DF socket, the 0 of a lone
+// DF datagram (ip_select_ident_segs); segmentation counts up from there
 // (inet_gso_segment). Checked on Linux 6.18 with a capture on a veth
 // without UDP segmentation offload, where the kernel segments in software.
-func (b *UDPBind) segmentID(j int) uint16 {
+func (b *UDPBind) segmentID(first uint16, j int) uint16 {
 	if b.is6 {
 		return 0
 	}
-	return uint16(j)
+	return first + uint16(j)
 }
 
 // runLen returns how many datagrams from msgs[0] can go out as one GSO
@@ -283,7 +301,7 @@ func runLen(msgs []Message) int {
 	for k < len(msgs) && k < maxGSOSegments {
 		m := &msgs[k]
 		l := m.Size()
-		if l == 0 || l > size || total+l > maxGSOBytes || m.Addr != msgs[0].Addr {
+		if l == 0 || l > size || total+l > maxGSOBytes || m.Addr != msgs[0].Addr || m.Flow != msgs[0].Flow {
 			break
 		}
 		total += l
@@ -295,13 +313,13 @@ func runLen(msgs []Message) int {
 	return k
 }
 
-// runPlanned reports whether run, which could go out as one send, was
-// planned that way: its datagrams carry the IDs the kernel will give them.
-// (Messages that merely say ID 0, as memconn reports received ones, are
-// sent alone.)
-func (b *UDPBind) runPlanned(run []Message) bool {
+// runPlanned reports whether run, which could go out as one send whose
+// datagram gets ID first, was planned that way: its datagrams carry the
+// IDs the kernel will give them. (Messages that merely say ID 0, as
+// memconn reports received ones, are sent alone.)
+func (b *UDPBind) runPlanned(run []Message, first uint16) bool {
 	for j := range run {
-		if !run[j].HasIPID || run[j].IPID != b.segmentID(j) {
+		if !run[j].HasIPID || run[j].IPID != b.segmentID(first, j) {
 			return false
 		}
 	}

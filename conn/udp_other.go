@@ -192,3 +192,10 @@ func (s *sendScratch) clear(k int) {
 		s.bufs[i] = [3][]byte{}
 	}
 }
+
+// flowTable is empty here: flows (FlowOpener) are Linux's.
+type flowTable struct{}
+
+func (b *UDPBind) flowNext(int) uint16            { return 0 }
+func (b *UDPBind) closeFlows()                    {}
+func (b *UDPBind) setFlowsTrafficClass(int) error { return nil }
