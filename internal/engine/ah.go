@@ -73,6 +73,22 @@ func (d *Device) route(a *AHAttr) (netip.AddrPort, wire.Envelope) {
 	return dst, envelope(d.local, dst)
 }
 
+// openFlow has the link open a flow to dst for a connected QP's packets
+// (conn.FlowOpener: a socket connected to the peer, which spares the
+// kernel a route lookup per send) and returns it with the source address
+// its packets carry; flow 0 if there is none, and then the packets go
+// from the device's address.
+func (d *Device) openFlow(dst netip.AddrPort) (flow int, src netip.AddrPort) {
+	if d.flows == nil {
+		return 0, d.local
+	}
+	flow, src = d.flows.OpenFlow(dst)
+	if flow == 0 || src.Addr() != d.local.Addr() {
+		return 0, d.local // a device that names an address of its own keeps it
+	}
+	return flow, src
+}
+
 // envelope returns the envelope, prepared, of a datagram from src to dst,
 // sent with DF as the UDP link sends (doc/design.md §3).
 func envelope(src, dst netip.AddrPort) wire.Envelope {

@@ -48,6 +48,7 @@ type DeviceConfig struct {
 type Device struct {
 	bind      conn.Bind
 	planner   conn.IPIDPlanner // the bind, if it plans IPv4 IDs (GSO)
+	flows     conn.FlowOpener  // the bind, if it sends by flows (and plans)
 	local     netip.AddrPort   // address and UDP port packets come from
 	activeMTU ib.MTU
 	mrs       *mem.Table
@@ -101,6 +102,7 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 	d := &Device{
 		bind:      cfg.Bind,
 		planner:   planner(cfg.Bind),
+		flows:     flows(cfg.Bind),
 		local:     netip.AddrPortFrom(local.Addr().Unmap(), local.Port()),
 		activeMTU: mtu,
 		mrs:       mem.NewTable(MaxMR, MaxMW),
@@ -125,6 +127,16 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 func planner(b conn.Bind) conn.IPIDPlanner {
 	p, _ := b.(conn.IPIDPlanner)
 	return p
+}
+
+// flows returns b as a FlowOpener if it is one and plans IPv4 IDs, as a
+// flow's datagrams need.
+func flows(b conn.Bind) conn.FlowOpener {
+	f, _ := b.(conn.FlowOpener)
+	if _, ok := b.(conn.IPIDPlanner); !ok {
+		return nil
+	}
+	return f
 }
 
 // LocalAddr returns the device's IP address and UDP port.

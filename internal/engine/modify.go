@@ -141,6 +141,10 @@ func (qp *QP) enterRTR() {
 	qp.mtu = uint32(a.PathMTU.Bytes())
 	if qp.kind.connected {
 		peer, env := qp.dev.route(&a.AH)
+		qp.flow = 0
+		if f, src := qp.dev.openFlow(peer); f != 0 {
+			qp.flow, env = f, envelope(src, peer)
+		}
 		qp.peer.Store(&peer)
 		qp.env = env
 	}
@@ -172,6 +176,7 @@ func (qp *QP) reset() {
 	qp.comp = completer{}
 	qp.resp = responder{wqe: recvWQE{sge: qp.resp.wqe.sge[:0]}}
 	qp.peer.Store(nil)
+	qp.flow = 0
 	qp.attr = QPAttr{PathMTU: ib.MTU256, PortNum: 1}
 	qp.qkey.Store(0)
 	qp.events = qpEvents{}

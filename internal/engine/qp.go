@@ -50,6 +50,7 @@ type QP struct {
 	mu        sync.Mutex
 	attr      QPAttr
 	env       wire.Envelope // of outgoing packets, prepared (wire.Envelope.Prepare)
+	flow      int           // the link's flow to the peer (conn.FlowOpener), 0 for none; set at RTR
 	rxEnv     wire.Envelope // of the datagrams accepted for the QP, prepared; the receive loop's (accept)
 	mtu       uint32        // path MTU in bytes
 	req       requester

@@ -85,7 +85,7 @@ func (x *xmitBatch) queueSealed(qp *QP, p wire.Packet) { x.queueSealedTo(qp, p, 
 // queueSealedTo is queueSealed to dst: a connected QP's peer, or the
 // address handle of a UD send.
 func (x *xmitBatch) queueSealedTo(qp *QP, p wire.Packet, dst *netip.AddrPort) {
-	x.msgs[x.n] = conn.Message{Buf: p, Addr: *dst}
+	x.msgs[x.n] = conn.Message{Buf: p, Addr: *dst, Flow: qp.flowTo(dst)}
 	x.add(qp, p)
 }
 
@@ -99,9 +99,19 @@ func (x *xmitBatch) queueGathered(qp *QP, p wire.Packet, ref mem.Ref) {
 // queueGatheredTo is queueGathered to dst.
 func (x *xmitBatch) queueGatheredTo(qp *QP, p wire.Packet, ref mem.Ref, dst *netip.AddrPort) {
 	h, body := p.Info().HeaderLen, ref.Bytes()
-	x.msgs[x.n] = conn.Message{Buf: p[:h], Body: body, Tail: p[h+len(body):], Addr: *dst}
+	x.msgs[x.n] = conn.Message{Buf: p[:h], Body: body, Tail: p[h+len(body):], Addr: *dst, Flow: qp.flowTo(dst)}
 	x.refs[x.n] = ref
 	x.add(qp, p)
+}
+
+// flowTo returns the link flow packets to dst leave by: the QP's to its
+// peer, none to an address handle's destination (a UD send), whose
+// packets are sealed for the device's address.
+func (qp *QP) flowTo(dst *netip.AddrPort) int {
+	if qp.flow != 0 && dst == qp.peer.Load() {
+		return qp.flow
+	}
+	return 0
 }
 
 // add enters p, sealed for the QP's envelope's IPv4 ID — 0, as every
@@ -133,9 +143,10 @@ func (x *xmitBatch) flush(qp *QP) {
 }
 
 // send hands the batch to the link, planned and resealed if the link
-// plans IPv4 IDs. If the link stops coalescing between plan and send
-// (conn.ErrReplan), the rest is planned again once: the link's fallback
-// is permanent, so a second plan holds.
+// plans IPv4 IDs. If the plan went out of date before the send
+// (conn.ErrReplan: the link stopped coalescing, for good, or another QP
+// sent by the same flow in between), the rest is planned again, a few
+// times at most; what still fails is counted and retransmitted as a loss.
 func (x *xmitBatch) send(qp *QP) (int, error) {
 	pl := qp.dev.planner
 	if pl == nil {
@@ -146,11 +157,16 @@ func (x *xmitBatch) send(qp *QP) (int, error) {
 		x.plan(pl, sent)
 		n, err := qp.dev.bind.Send(x.msgs[sent:x.n])
 		sent += n
-		if err != conn.ErrReplan || try > 0 {
+		if err != conn.ErrReplan || try >= maxReplans {
 			return sent, err
 		}
 	}
 }
+
+// maxReplans bounds the plans of a batch after its first. A flow's plan
+// goes out of date only when another QP's send by the flow comes between
+// plan and send, which a retry rarely meets again.
+const maxReplans = 8
 
 // plan has the link plan the IDs of packets from, and reseals those whose
 // planned ID differs from the one they were sealed for. (Over IPv6 the
