@@ -251,17 +251,18 @@ func (d *Device) accept(m *conn.Message) *QP {
 }
 
 // icrcOK checks the ICRC. A link that knows the IPv4 ID (memconn) says so;
-// a UDP socket does not, and then one CRC pass checks the ID it guessed
-// (0, which goverbs and any unconnected DF socket send alone, or the
-// packet's index in a coalesced receive, which a GSO send numbered) and 0;
-// otherwise it solves for the ID from the trailer: Linux rxe numbers its
-// datagrams (see wire.CheckICRCGuessIPID). env.IPID is then the ID found.
+// a UDP socket does not, and then one CRC pass checks 0 (what an
+// unconnected DF socket sends alone) and a guess: the ID after the last
+// one this QP received, as a peer's flow (conn.FlowOpener) and the
+// segments of a GSO send count up; otherwise it solves for the ID from
+// the trailer: Linux rxe numbers its datagrams (see
+// wire.CheckICRCGuessIPID). env.IPID is then the ID found.
 func icrcOK(p wire.Packet, env *wire.Envelope, m *conn.Message) bool {
 	if m.HasIPID || !env.IPv4() {
 		env.IPID = m.IPID
 		return p.CheckICRC(env) == nil
 	}
-	id, err := p.CheckICRCGuessIPID(env, m.IPID)
+	id, err := p.CheckICRCGuessIPID(env, env.IPID+1)
 	env.IPID = id
 	return err == nil
 }
