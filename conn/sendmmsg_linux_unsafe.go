@@ -71,9 +71,14 @@ func (s *sendScratch) send(b *UDPBind, msgs []Message) (int, error) {
 			n, err = s.write(b, k)
 		}
 		if f := s.f; f != nil {
+			// A call that sent fewer than k stopped at a full socket
+			// buffer, before the kernel gave the next datagram an ID,
+			// or at an error, which the next round meets again. A
+			// call that failed may have used an ID: probe before the
+			// next send.
 			f.next.Add(uint32(n))
-			if err != nil || n < k {
-				f.stale = true // a send that failed may have used an ID
+			if err != nil {
+				f.stale = true
 			}
 		}
 		for i := range v {
