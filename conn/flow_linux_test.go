@@ -17,6 +17,16 @@ func flowBind(t *testing.T, addr string) *UDPBind {
 	return listenWith(t, netip.AddrPortFrom(netip.MustParseAddr(addr), RoCEv2Port), UDPOptions{})
 }
 
+// flowTo opens a flow from a to b, failing the test if a declines.
+func flowTo(t *testing.T, a, b *UDPBind) int {
+	t.Helper()
+	fl, _ := a.OpenFlow(b.LocalAddr())
+	if fl == 0 {
+		t.Fatal("OpenFlow declined on the RoCEv2 port")
+	}
+	return fl
+}
+
 // checkCount probes flow fl of a and fails unless the kernel gave the
 // probe the ID the flow counted on for its next datagram.
 func checkCount(t *testing.T, a *UDPBind, fl int) {
@@ -97,10 +107,7 @@ func TestFlowPlanOutOfDate(t *testing.T) {
 	leakcheck.Check(t)
 	a := flowBind(t, "127.0.9.4")
 	b := listenWith(t, netip.MustParseAddrPort("127.0.9.5:0"), UDPOptions{})
-	fl, _ := a.OpenFlow(b.LocalAddr())
-	if fl == 0 {
-		t.Fatal("OpenFlow declined on the RoCEv2 port")
-	}
+	fl := flowTo(t, a, b)
 	batch := func(from int) []Message {
 		msgs := make([]Message, 3)
 		for i := range msgs { // growing sizes: each datagram goes alone
@@ -175,10 +182,7 @@ func TestFlowZeroAllocs(t *testing.T) {
 	leakcheck.Check(t)
 	a := flowBind(t, "127.0.9.8")
 	b := listenWith(t, netip.MustParseAddrPort("127.0.9.9:0"), UDPOptions{})
-	fl, _ := a.OpenFlow(b.LocalAddr())
-	if fl == 0 {
-		t.Fatal("OpenFlow declined on the RoCEv2 port")
-	}
+	fl := flowTo(t, a, b)
 	send := make([]Message, 8)
 	recv := make([]Message, 8)
 	for i := range send {

@@ -24,6 +24,15 @@ const sendIovecs = 1024
 // gsoCmsgSpace is the room of one UDP_SEGMENT control message (a u16).
 var gsoCmsgSpace = unix.CmsgSpace(2)
 
+// putGSOCmsg writes a UDP_SEGMENT control message of segment size size
+// into c, gsoCmsgSpace bytes.
+func putGSOCmsg(c []byte, size uint16) {
+	ch := (*unix.Cmsghdr)(unsafe.Pointer(&c[0]))
+	ch.Level, ch.Type = unix.SOL_UDP, unix.UDP_SEGMENT
+	ch.SetLen(unix.CmsgLen(2))
+	binary.NativeEndian.PutUint16(c[unix.CmsgLen(0):], size)
+}
+
 // sendScratch is the sendmmsg state of a UDPBind, reused by every Send.
 type sendScratch struct {
 	hs    []mmsghdr
@@ -51,10 +60,6 @@ func (s *sendScratch) init(size int) {
 	for i := range s.hs {
 		h := &s.hs[i].hdr
 		h.Name = &s.names[i][0]
-		c := s.cmsgs[i*gsoCmsgSpace : (i+1)*gsoCmsgSpace]
-		ch := (*unix.Cmsghdr)(unsafe.Pointer(&c[0]))
-		ch.Level, ch.Type = unix.SOL_UDP, unix.UDP_SEGMENT
-		ch.SetLen(unix.CmsgLen(2))
 	}
 	s.fn = s.sendmmsg
 }
@@ -159,7 +164,7 @@ func (s *sendScratch) pack(b *UDPBind, msgs []Message) (k, v int, err error) {
 		h.Control, h.Controllen = nil, 0
 		if run > 1 {
 			c := s.cmsgs[k*gsoCmsgSpace : (k+1)*gsoCmsgSpace]
-			binary.NativeEndian.PutUint16(c[unix.CmsgLen(0):], uint16(m.Size()))
+			putGSOCmsg(c, uint16(m.Size()))
 			h.Control = &c[0]
 			h.SetControllen(gsoCmsgSpace)
 		}

@@ -99,19 +99,15 @@ func (s *socket) initWaiters() error {
 // bind binds the socket to laddr and returns the address it got (the
 // port, if laddr's is 0).
 func (s *socket) bind(laddr netip.AddrPort, is6 bool) (netip.AddrPort, error) {
-	var sa unix.Sockaddr
-	if !is6 {
-		sa = &unix.SockaddrInet4{Port: int(laddr.Port()), Addr: laddr.Addr().As4()}
-	} else {
+	if is6 {
 		// A v6 socket takes v6 only, as net.ListenUDP("udp6") does.
 		if err := unix.SetsockoptInt(s.fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1); err != nil {
 			return laddr, os.NewSyscallError("setsockopt IPV6_V6ONLY", err)
 		}
-		id, err := zoneID(laddr.Addr().Zone())
-		if err != nil {
-			return laddr, err
-		}
-		sa = &unix.SockaddrInet6{Port: int(laddr.Port()), Addr: laddr.Addr().As16(), ZoneId: id}
+	}
+	sa, err := sockaddrOf(laddr, is6)
+	if err != nil {
+		return laddr, err
 	}
 	if err := unix.Bind(s.fd, sa); err != nil {
 		return laddr, os.NewSyscallError("bind", err)
@@ -127,6 +123,19 @@ func (s *socket) bind(laddr netip.AddrPort, is6 bool) (netip.AddrPort, error) {
 		return netip.AddrPortFrom(netip.AddrFrom16(a.Addr).WithZone(laddr.Addr().Zone()), uint16(a.Port)), nil
 	}
 	return laddr, errors.New("getsockname: unexpected address family")
+}
+
+// sockaddrOf returns a as a socket of the family is6 names takes it
+// (bind, connect, a probe's destination).
+func sockaddrOf(a netip.AddrPort, is6 bool) (unix.Sockaddr, error) {
+	if !is6 {
+		return &unix.SockaddrInet4{Port: int(a.Port()), Addr: a.Addr().Unmap().As4()}, nil
+	}
+	id, err := zoneID(a.Addr().Zone())
+	if err != nil {
+		return nil, err
+	}
+	return &unix.SockaddrInet6{Port: int(a.Port()), Addr: a.Addr().As16(), ZoneId: id}, nil
 }
 
 // zoneID returns the interface index an IPv6 zone names: an interface
