@@ -185,6 +185,14 @@ type FlowOpener interface {
 	// may decline, for one, when peers could not tell the flow's
 	// datagrams from another device's.
 	OpenFlow(dst netip.AddrPort) (flow int, src netip.AddrPort)
+	// RecheckFlow has flow learn its count again before its next send.
+	// The kernel can use an ID without saying so — a datagram that a
+	// local queue dropped after numbering it fails with ENOBUFS, which
+	// UDP does not report unless asked (IP_RECVERR) — and a peer that
+	// checks the ICRC against the ID on the wire (rxe, a RoCE NIC) then
+	// drops, unseen, every datagram the flow sends: a caller whose peer
+	// stops answering calls it.
+	RecheckFlow(flow int)
 }
 
 // ErrReplan is returned by Send when the plan of the remaining messages no

@@ -30,7 +30,8 @@ import (
 // opening, three probes check that rule on the running kernel — a lone
 // datagram, a GSO pair, a lone datagram — and a kernel that numbers
 // otherwise, or echoes no copy, gets no flows. A send that failed may
-// have used an ID, so the flow probes again before its next.
+// have used an ID, so the flow probes again before its next, as it does
+// when the caller suspects the count (RecheckFlow).
 type flow struct {
 	fd  int
 	dst netip.AddrPort
@@ -169,6 +170,15 @@ func (b *UDPBind) checkNumbering(f *flow) error {
 	}
 	f.next.Store(uint32(last + 1))
 	return nil
+}
+
+// RecheckFlow implements FlowOpener: flow i probes before its next send.
+func (b *UDPBind) RecheckFlow(i int) {
+	b.sendMu.Lock()
+	defer b.sendMu.Unlock()
+	if f := b.fl.get(i); f != nil {
+		f.stale = true
+	}
 }
 
 // recalibrate probes a flow whose count went stale.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/goverbs/goverbs/internal/leakcheck"
+	"golang.org/x/sys/unix"
 )
 
 // flowBind listens on the RoCEv2 port of a loopback address the test has
@@ -151,6 +152,57 @@ func TestFlowPlanOutOfDate(t *testing.T) {
 	for k, i := range []int{3, 0, 1, 2, 6, 7, 8} {
 		if m := &recv[k]; !bytes.Equal(m.Buf[:m.N], payload(i, 100*(i%3+1))) {
 			t.Errorf("message %d: %d bytes, want datagram %d", k, m.N, i)
+		}
+	}
+}
+
+// TestFlowRecheck: a datagram the kernel numbers behind the flow's back
+// (here one written to its socket directly; in life one that a local
+// queue dropped, with an ENOBUFS UDP keeps to itself) leaves the count
+// one short; RecheckFlow has the flow probe before its next send, which
+// refuses the plan made for the old count, and the plan made again holds.
+// Rechecking no flow, or one that is not open, does nothing.
+func TestFlowRecheck(t *testing.T) {
+	leakcheck.Check(t)
+	a := flowBind(t, "127.0.9.10")
+	b := listenWith(t, netip.MustParseAddrPort("127.0.9.11:0"), UDPOptions{})
+	fl := flowTo(t, a, b)
+	f := a.fl.get(fl)
+	counted := uint16(f.next.Load())
+	if _, err := unix.Write(f.fd, payload(0, 100)); err != nil {
+		t.Fatal(err)
+	}
+	a.RecheckFlow(0)
+	a.RecheckFlow(fl + 1)
+	if f.stale {
+		t.Fatal("rechecking another flow marked this one")
+	}
+	a.RecheckFlow(fl)
+	msgs := []Message{{Buf: payload(1, 200), Addr: b.LocalAddr(), Flow: fl}}
+	a.PlanIPIDs(msgs)
+	if msgs[0].IPID != counted {
+		t.Fatalf("planned ID %d before the recheck's probe, want the count %d", msgs[0].IPID, counted)
+	}
+	if n, err := a.Send(msgs); n != 0 || !errors.Is(err, ErrReplan) {
+		t.Fatalf("Send of the plan made for the old count = %d, %v; want 0, ErrReplan", n, err)
+	}
+	a.PlanIPIDs(msgs)
+	// The datagram behind its back took the counted ID, the probe the next.
+	if want := counted + 2; msgs[0].IPID != want {
+		t.Errorf("planned ID %d after the recheck, want %d", msgs[0].IPID, want)
+	}
+	if n, err := a.Send(msgs); n != 1 || err != nil {
+		t.Fatalf("Send = %d, %v", n, err)
+	}
+	checkCount(t, a, fl)
+	recv := make([]Message, 2)
+	for i := range recv {
+		recv[i].Buf = make([]byte, 500)
+	}
+	recvAll(t, b, recv, len(recv))
+	for k, want := range [][]byte{payload(0, 100), payload(1, 200)} {
+		if m := &recv[k]; !bytes.Equal(m.Buf[:m.N], want) {
+			t.Errorf("datagram %d: %d bytes, want %d", k, m.N, len(want))
 		}
 	}
 }

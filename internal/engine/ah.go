@@ -89,6 +89,19 @@ func (d *Device) openFlow(dst netip.AddrPort) (flow int, src netip.AddrPort) {
 	return flow, src
 }
 
+// recheckFlow has the link learn flow's IPv4 ID count again before the
+// flow's next send (conn.FlowOpener.RecheckFlow). A count gone wrong
+// loses every packet to a peer that checks the ICRC with the ID on the
+// wire, and all a QP sees of that is what it sees of loss: a local ACK
+// timeout (the requester), a request repeated (the responder). Each
+// calls it, so that the retransmission, or the answer repeated, carries
+// the right ID.
+func (d *Device) recheckFlow(flow int) {
+	if flow != 0 {
+		d.flows.RecheckFlow(flow)
+	}
+}
+
 // envelope returns the envelope, prepared, of a datagram from src to dst,
 // sent with DF as the UDP link sends (doc/design.md §3).
 func envelope(src, dst netip.AddrPort) wire.Envelope {

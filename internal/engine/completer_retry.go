@@ -109,6 +109,7 @@ func (qp *QP) checkTimers(now time.Time) {
 		return
 	}
 	qp.dev.counters.inc(LocalACKTimeout)
+	qp.dev.recheckFlow(qp.flow)
 	if e := qp.retry(now, true); e != compOK {
 		qp.fail(qp.oldest(), e)
 		return

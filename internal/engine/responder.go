@@ -133,6 +133,7 @@ func (qp *QP) respond(p wire.Packet, now time.Time) {
 		o = qp.respAhead(p, psn, d, now)
 	case d < 0:
 		qp.dev.counters.inc(DuplicateRequest)
+		qp.dev.recheckFlow(qp.flow) // the answers went missing: perhaps all of them
 		o = qp.duplicate(p, psn)
 	default:
 		if r := &qp.resp; r.sentNAK && !r.nakAt.IsZero() {

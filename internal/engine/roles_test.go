@@ -182,6 +182,7 @@ type row struct {
 	state    ib.QPState // RTS unless set
 	counters map[Counter]uint64
 	check    func(t *testing.T, r *pktRig) // memory after the steps
+	tweak    rigTweak                      // of the rig's device and QP, if set
 }
 
 // runRows runs each row on a fresh QP inside its own bubble.
@@ -194,7 +195,11 @@ func runRows(t *testing.T, rows []row) {
 }
 
 func (c *row) run(t *testing.T) {
-	r := newPktRig(t)
+	var tweaks []rigTweak
+	if c.tweak != nil {
+		tweaks = append(tweaks, c.tweak)
+	}
+	r := newPktRig(t, tweaks...)
 	if c.setup != nil {
 		c.setup(t, r)
 		r.sent()
