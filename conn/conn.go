@@ -12,6 +12,7 @@ package conn
 import (
 	"errors"
 	"net/netip"
+	"sync"
 )
 
 // RoCEv2Port is the UDP destination port IANA assigned to RoCEv2. Devices
@@ -135,6 +136,27 @@ type CoalescedReceiver interface {
 	// RecvCoalesced is Recv into buffers of at least MaxDatagram bytes,
 	// each of which may receive a run of datagrams (Message.Seg).
 	RecvCoalesced(msgs []Message) (n int, err error)
+}
+
+// SharedReceiver is implemented by a CoalescedReceiver whose receiving
+// another goroutine can share (UDPBind on Linux): besides the goroutine
+// in RecvCoalesced, which may wait, one that has reason to spin — a
+// program waiting for a completion on the one processor the receiving
+// goroutine would need (doc/design.md §4) — takes what the socket has
+// ready without waiting. The two take turns under a gate, a mutex of the
+// caller's that each holds while it receives and hands on what it
+// received, so that datagrams handed on stay in the order they came.
+type SharedReceiver interface {
+	CoalescedReceiver
+	// SetRecvGate sets the gate, before the first receive. From then on
+	// Recv and RecvCoalesced are called with g held and return with it,
+	// whatever it returns; it lets go of g while it waits for
+	// datagrams, polling or asleep.
+	SetRecvGate(g *sync.Mutex)
+	// TryRecvCoalesced is RecvCoalesced without waiting: n is 0 when no
+	// datagram is ready, and always when no gate is set. The caller
+	// holds the gate.
+	TryRecvCoalesced(msgs []Message) (n int, err error)
 }
 
 // Bind is a bound datagram endpoint that sends and receives in batches.

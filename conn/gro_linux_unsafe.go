@@ -51,7 +51,10 @@ type groState struct {
 	idx  int // that segment's index
 }
 
-func (r *recvScratch) initGRO(is6 bool) {
+// initGRO readies r for coalesced receives; bufs gives it the buffers
+// of its own that a plain Recv hands datagrams out of (readGRO), which
+// RecvCoalesced does without.
+func (r *recvScratch) initGRO(is6, bufs bool) {
 	g := &groState{
 		bufs:  make([][]byte, groBuffers),
 		cmsgs: make([]byte, groBuffers*groCmsgSpace),
@@ -61,8 +64,10 @@ func (r *recvScratch) initGRO(is6 bool) {
 		addr:  make([]netip.AddrPort, groBuffers),
 		trunc: make([]bool, groBuffers),
 	}
-	for i := range g.bufs {
-		g.bufs[i] = make([]byte, groBufSize)
+	if bufs {
+		for i := range g.bufs {
+			g.bufs[i] = make([]byte, groBufSize)
+		}
 	}
 	r.gro = g
 }

@@ -35,8 +35,9 @@ const (
 // conversation its polling; a device that stays idle polls once, for one
 // window, after its last datagram, and then sleeps.
 //
-// pollWait is used by the one goroutine receiving (under UDPBind.recvMu);
-// only mode is shared.
+// pollWait is used by the one goroutine receiving (under UDPBind.recvMu),
+// and by a TryRecvCoalesced when the receive is shared, each under the
+// gate; only mode is shared otherwise.
 //
 // It reads the monotonic clock alone (monotime), at half the cost of
 // time.Now, and not at all on the way from a poll that returned datagrams

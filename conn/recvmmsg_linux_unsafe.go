@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -43,6 +44,14 @@ type recvScratch struct {
 	closed *atomic.Bool // the bind's: Close ends the polling
 	n      int
 	errno  unix.Errno
+	// gate is the bind's receive gate (SetRecvGate), let go of while
+	// the call waits (open) and taken again before it receives.
+	gate *sync.Mutex
+	open bool
+	// once makes an empty socket end the call with no datagrams instead
+	// of waiting (TryRecvCoalesced's scratch); dry says its last call
+	// found none.
+	once, dry bool
 	// fn is the bound method passed to the socket's Read, made once so that
 	// each Recv does not allocate a closure.
 	fn func(fd uintptr) bool
@@ -110,7 +119,12 @@ func (r *recvScratch) read(b *UDPBind, msgs []Message) (int, error) {
 func (r *recvScratch) call(b *UDPBind, k int) error {
 	r.k, r.n, r.errno = k, 0, 0
 	r.wait, r.closed = &b.poll, &b.closed
-	if err := b.sock.Read(r.fn); err != nil {
+	if !r.once {
+		r.gate = b.gate.Load()
+	}
+	err := b.sock.Read(r.fn)
+	r.closeGate() // a sleep that failed left it open
+	if err != nil {
 		return err
 	}
 	if r.errno != 0 {
@@ -142,13 +156,19 @@ func (r *recvScratch) call(b *UDPBind, k int) error {
 func (r *recvScratch) recvmmsg(fd uintptr) bool {
 	k := r.k
 	for {
+		r.closeGate()
 		n, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, fd,
 			uintptr(unsafe.Pointer(&r.hs[0])), uintptr(k), 0, 0, 0)
 		switch e {
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
-			if !r.wait.empty(r.closed) {
+			if r.once {
+				return true
+			}
+			poll := r.wait.empty(r.closed)
+			r.openGate()
+			if !poll {
 				return false
 			}
 			runtime.Gosched()
@@ -162,6 +182,22 @@ func (r *recvScratch) recvmmsg(fd uintptr) bool {
 			r.wait.arrived()
 		}
 		return true
+	}
+}
+
+// openGate lets go of the bind's receive gate, if it has one, for a wait;
+// closeGate takes it back.
+func (r *recvScratch) openGate() {
+	if r.gate != nil && !r.open {
+		r.gate.Unlock()
+		r.open = true
+	}
+}
+
+func (r *recvScratch) closeGate() {
+	if r.open {
+		r.gate.Lock()
+		r.open = false
 	}
 }
 

@@ -84,6 +84,13 @@ type UDPBind struct {
 	recvMu sync.Mutex
 	rx     recvScratch // guarded by recvMu
 
+	// Receives shared with another goroutine (SharedReceiver,
+	// tryrecv_linux.go): the caller's gate, and TryRecvCoalesced's
+	// scratch.
+	gate  atomic.Pointer[sync.Mutex]
+	tryMu sync.Mutex
+	trx   recvScratch // guarded by tryMu
+
 	gso atomic.Bool // coalescing sends; cleared for good on a GSO failure
 	fl  flowTable   // sockets connected to peers (flow_linux.go)
 
@@ -91,7 +98,7 @@ type UDPBind struct {
 	closeOnce sync.Once
 	closeErr  error
 	truncated atomic.Uint64
-	poll      pollWait // mode shared; the rest guarded by recvMu
+	poll      pollWait // mode shared; the rest guarded by recvMu, or by the gate if set
 }
 
 // UDPOptions tunes ListenUDPWith; the zero value gives ListenUDP's socket.
@@ -138,11 +145,13 @@ func ListenUDPWith(laddr netip.AddrPort, opts UDPOptions) (*UDPBind, error) {
 	}
 	b.tx.init(udpBatchSize)
 	b.rx.init(udpBatchSize)
+	b.trx.initTry(udpBatchSize)
 	if !opts.NoOffload && os.Getenv(noOffloadEnv) != "1" {
 		gso, gro := b.sock.enableOffload()
 		b.gso.Store(gso)
 		if gro {
-			b.rx.initGRO(is6)
+			b.rx.initGRO(is6, true)
+			b.trx.initGRO(is6, false)
 		}
 	}
 	b.poll.init()
@@ -202,10 +211,12 @@ func (b *UDPBind) Close() error {
 		// descriptor goes, so that no call reaches a number the system
 		// has given to another file.
 		b.recvMu.Lock()
+		b.tryMu.Lock()
 		b.sendMu.Lock()
 		b.closeErr = b.sock.close()
 		b.closeFlows()
 		b.sendMu.Unlock()
+		b.tryMu.Unlock()
 		b.recvMu.Unlock()
 	})
 	return b.closeErr
@@ -386,20 +397,20 @@ func (b *UDPBind) recv(msgs []Message, coalesced bool) (int, error) {
 		if err != nil {
 			return 0, b.ioErr(err)
 		}
-		if n = b.dropTruncated(msgs[:n]); n > 0 {
+		if n = b.dropTruncated(msgs[:n], b.rx.trunc); n > 0 {
 			raceAcquire()
 			return n, nil
 		}
 	}
 }
 
-// dropTruncated removes the datagrams b.rx marked as truncated from msgs,
-// copying later ones down so that each Message keeps its caller's Buf,
-// and returns how many remain.
-func (b *UDPBind) dropTruncated(msgs []Message) int {
+// dropTruncated removes the datagrams marked as truncated (trunc[i])
+// from msgs, copying later ones down so that each Message keeps its
+// caller's Buf, and returns how many remain.
+func (b *UDPBind) dropTruncated(msgs []Message, trunc []bool) int {
 	w := 0
 	for i := range msgs {
-		if b.rx.trunc[i] {
+		if trunc[i] {
 			b.truncated.Add(1)
 			continue
 		}

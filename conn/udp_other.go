@@ -68,7 +68,10 @@ func (s *socket) setOptions(bool) error { return nil }
 
 func (s *socket) enableOffload() (gso, gro bool) { return false, false }
 
-func (r *recvScratch) initGRO(bool) {}
+func (r *recvScratch) initGRO(bool, bool) {}
+
+// initTry readies the scratch of a TryRecvCoalesced, which only Linux has.
+func (r *recvScratch) initTry(int) {}
 
 func (r *recvScratch) groOn() bool { return false }
 
