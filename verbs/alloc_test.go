@@ -1,6 +1,7 @@
 package verbs_test
 
 import (
+	"context"
 	"runtime"
 	"testing"
 
@@ -58,6 +59,44 @@ func TestSteadyStateAllocations(t *testing.T) {
 		pollOne(t, p.B.RecvCQ, wcs)
 	}
 	expectNoAllocs(t, "SEND+WRITE+READ round trip", round)
+}
+
+// TestWaitAllocations holds CQ.Wait over UDP to zero allocations, on one
+// processor, where it receives for the device itself (doc/design.md §4):
+// a SEND and a WRITE and a READ, each waited for.
+func TestWaitAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's sync.Pool drops items and allocates; .ci/run runs this test without -race")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	p := verbstest.New(t, verbstest.Options{Link: verbstest.UDP})
+	src, dst := p.A.Buffer(t, 8192, 1), p.B.Buffer(t, 8192, 2)
+	wcs := make([]verbs.WC, 1)
+	ctx := context.Background()
+	wait := func(cq *verbs.CQ) {
+		if _, err := cq.Wait(ctx, wcs); err != nil || wcs[0].Status != verbs.WCSuccess {
+			t.Fatalf("Wait: %v, %+v", err, wcs[0])
+		}
+	}
+	send := &verbs.SendWR{Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGList: []verbs.SGE{src.SGE(0, 64)}}
+	recv := &verbs.RecvWR{SGList: []verbs.SGE{dst.SGE(0, 8192)}}
+	write := &verbs.SendWR{Opcode: verbs.WRRDMAWrite, Flags: verbs.SendSignaled, SGList: []verbs.SGE{src.SGE(0, 64)},
+		RemoteAddr: dst.Addr(), RKey: dst.RKey()}
+	read := &verbs.SendWR{Opcode: verbs.WRRDMARead, Flags: verbs.SendSignaled, SGList: []verbs.SGE{src.SGE(0, 64)},
+		RemoteAddr: dst.Addr(), RKey: dst.RKey()}
+	round := func() {
+		if err := p.B.QP.PostRecv(recv); err != nil {
+			t.Fatal(err)
+		}
+		for _, wr := range []*verbs.SendWR{send, write, read} {
+			if err := p.A.QP.PostSend(wr); err != nil {
+				t.Fatal(err)
+			}
+			wait(p.A.SendCQ)
+		}
+		wait(p.B.RecvCQ)
+	}
+	expectNoAllocs(t, "SEND+WRITE+READ round trip waited for over UDP", round)
 }
 
 // expectNoAllocs runs round until warm, then fails the test if it

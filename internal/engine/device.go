@@ -55,9 +55,18 @@ type Device struct {
 	counters  counters
 	timers    *timerQueue
 	worker    chan *QP // QPs handed over by busy schedulers
+	owed      chan *QP // QPs whose turn yielded to a poller in Progress
 	events    chan Event
 
 	congestion bool // DeviceConfig.Congestion, for its QPs
+
+	// Receiving shared with pollers (progress.go): the gate the receive
+	// loop and Progress take turns under, the link if it can share, and
+	// Progress's own receive state, under progMu.
+	rxGate sync.Mutex
+	shared conn.SharedReceiver
+	progMu sync.Mutex
+	prog   *rxBatch
 
 	mu      sync.Mutex // guards qps' writers, nextQPN, nextPD, srqs and closed
 	qps     qpTable
@@ -108,6 +117,7 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 		mrs:       mem.NewTable(MaxMR, MaxMW),
 		timers:    newTimerQueue(),
 		worker:    make(chan *QP, 1024),
+		owed:      make(chan *QP, 1024),
 		events:    make(chan Event, eventDepth),
 		nextQPN:   randomQPNBase(),
 		nextPD:    1,
@@ -115,6 +125,10 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 		dead:      make(chan struct{}),
 	}
 	d.congestion = cfg.Congestion
+	if sr, ok := cfg.Bind.(conn.SharedReceiver); ok && sr.Coalesces() {
+		sr.SetRecvGate(&d.rxGate)
+		d.shared, d.prog = sr, newRxBatch()
+	}
 	d.raise(Event{Type: ib.EventPortActive, Port: 1})
 	d.wg.Add(3)
 	go d.recvLoop()
@@ -218,6 +232,7 @@ func (d *Device) Close() error {
 	close(d.stop)
 	err := d.bind.Close()
 	d.wg.Wait()
+	d.progMu.Lock() // a Progress under way ends; later ones do nothing
 	for _, qp := range qps {
 		qp.shutdown(true)
 	}
@@ -281,6 +296,8 @@ func (d *Device) workerLoop() {
 			return
 		case qp := <-d.worker:
 			qp.task.loop(maxInlineTurns) // a still-busy QP queues itself again: round robin
+		case qp := <-d.owed:
+			qp.task.schedule() // idle unless a post came first and sent the rest
 		}
 	}
 }

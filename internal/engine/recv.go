@@ -97,18 +97,20 @@ var rxPinBudget int32 = 256
 // recvCoalesced is recvLoop over a link that coalesces receives: each
 // buffer takes a run of packets, which are checked and queued as views of
 // it (rxBuf), so that the responder's placement into memory is the only
-// copy after the kernel's (issue 10, "one copy per side").
+// copy after the kernel's (issue 10, "one copy per side"). Over a link
+// that shares its receiving (conn.SharedReceiver), the loop holds the
+// device's receive gate while it receives and queues, and the link lets
+// go of it while the loop waits, so that a poller can receive meanwhile
+// (Progress).
 func (d *Device) recvCoalesced(cr conn.CoalescedReceiver) {
-	msgs := make([]conn.Message, recvCoalescedBatch)
-	bufs := make([]*rxBuf, len(msgs))
-	inUse := new(atomic.Int32)
-	for i := range msgs {
-		bufs[i] = getRxBuf(inUse)
-		msgs[i].Buf = bufs[i].b[:]
-	}
-	ready := make([]*QP, 0, len(msgs))
+	rb := newRxBatch()
 	for {
-		got, err := cr.RecvCoalesced(msgs)
+		d.rxGate.Lock()
+		got, err := cr.RecvCoalesced(rb.msgs)
+		if err == nil {
+			d.queueBatch(rb, got)
+		}
+		d.rxGate.Unlock()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				d.linkDown()
@@ -116,43 +118,72 @@ func (d *Device) recvCoalesced(cr conn.CoalescedReceiver) {
 			}
 			continue
 		}
-		for i := range got {
-			m := &msgs[i]
-			pin := m.N >= rxPinMin || inUse.Load() < rxPinBudget
-			for j := range m.Datagrams() {
-				dg := m.Datagram(j)
-				if dg.N > pktBufSize {
-					// Longer than any packet of a valid MTU: what a
-					// link into packet buffers truncates and drops.
-					d.counters.inc(DropMalformed)
-					continue
-				}
-				qp := d.accept(&dg)
-				if qp == nil {
-					continue
-				}
-				if qp.kind.grh {
-					ready = d.enqueue(qp, d.datagram(&dg, &qp.rxEnv), ready)
-					continue
-				}
-				if pin {
-					bufs[i].ref()
-					ready = d.enqueue(qp, inPkt{p: wire.Packet(dg.Buf), rx: bufs[i]}, ready)
-					continue
-				}
-				b := getBuf()
-				n := copy(b.b[:], dg.Buf)
-				ready = d.enqueue(qp, inPkt{p: wire.Packet(b.b[:n]), buf: b}, ready)
+		rb.ready = scheduleReady(rb.ready)
+	}
+}
+
+// rxBatch is the state of one receiver of coalesced runs: its messages,
+// the buffers under them, how many buffers it has out, and the QPs its
+// last batch queued packets on.
+type rxBatch struct {
+	msgs  []conn.Message
+	bufs  []*rxBuf
+	inUse *atomic.Int32
+	ready []*QP
+}
+
+func newRxBatch() *rxBatch {
+	rb := &rxBatch{
+		msgs:  make([]conn.Message, recvCoalescedBatch),
+		bufs:  make([]*rxBuf, recvCoalescedBatch),
+		inUse: new(atomic.Int32),
+		ready: make([]*QP, 0, recvCoalescedBatch),
+	}
+	for i := range rb.msgs {
+		rb.bufs[i] = getRxBuf(rb.inUse)
+		rb.msgs[i].Buf = rb.bufs[i].b[:]
+	}
+	return rb
+}
+
+// queueBatch checks the packets of the first got messages of rb and
+// queues each on its QP, adding the QP to rb.ready.
+func (d *Device) queueBatch(rb *rxBatch, got int) {
+	for i := range got {
+		m := &rb.msgs[i]
+		pin := m.N >= rxPinMin || rb.inUse.Load() < rxPinBudget
+		for j := range m.Datagrams() {
+			dg := m.Datagram(j)
+			if dg.N > pktBufSize {
+				// Longer than any packet of a valid MTU: what a
+				// link into packet buffers truncates and drops.
+				d.counters.inc(DropMalformed)
+				continue
 			}
-			if pin && bufs[i].refs.Load() > 1 {
-				// Queued packets hold the buffer now; take a fresh
-				// one for the next receive.
-				bufs[i].unref()
-				bufs[i] = getRxBuf(inUse)
-				m.Buf = bufs[i].b[:]
+			qp := d.accept(&dg)
+			if qp == nil {
+				continue
 			}
+			if qp.kind.grh {
+				rb.ready = d.enqueue(qp, d.datagram(&dg, &qp.rxEnv), rb.ready)
+				continue
+			}
+			if pin {
+				rb.bufs[i].ref()
+				rb.ready = d.enqueue(qp, inPkt{p: wire.Packet(dg.Buf), rx: rb.bufs[i]}, rb.ready)
+				continue
+			}
+			b := getBuf()
+			n := copy(b.b[:], dg.Buf)
+			rb.ready = d.enqueue(qp, inPkt{p: wire.Packet(b.b[:n]), buf: b}, rb.ready)
 		}
-		ready = scheduleReady(ready)
+		if pin && rb.bufs[i].refs.Load() > 1 {
+			// Queued packets hold the buffer now; take a fresh
+			// one for the next receive.
+			rb.bufs[i].unref()
+			rb.bufs[i] = getRxBuf(rb.inUse)
+			m.Buf = rb.bufs[i].b[:]
+		}
 	}
 }
 

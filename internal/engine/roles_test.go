@@ -161,7 +161,10 @@ type step struct {
 	recv  bool // post another 512-byte receive WQE at the start of the region
 	in    *pkt
 	sleep time.Duration
-	want  []out
+	// progress calls Device.Progress, which must receive something, and
+	// then post, if set, before anything else runs.
+	progress bool
+	want     []out
 }
 
 // wantWC is an expected completion; opcode and byte_len are compared for
@@ -207,6 +210,16 @@ func (c *row) run(t *testing.T) {
 	}
 	for i, s := range c.steps {
 		switch {
+		case s.progress:
+			synctest.Wait() // what the peer sent is at the link
+			if got, _ := r.dev.Progress(); !got {
+				t.Fatalf("step %d: Progress received nothing", i)
+			}
+			if s.post != nil {
+				if _, err := r.qp.PostSend(s.post(r)); err != nil {
+					t.Fatalf("step %d: %v", i, err)
+				}
+			}
 		case s.post != nil:
 			if _, err := r.qp.PostSend(s.post(r)); err != nil {
 				t.Fatalf("step %d: %v", i, err)

@@ -73,6 +73,15 @@ func (t *task) claim() bool {
 	}
 }
 
+// scheduleForPoller is schedule for a poller that received a QP's packets
+// on its own goroutine (Device.Progress): a turn that ends for a poller
+// to answer (turnYield) lets the task go and reports owed — the caller is
+// that poller, who answers before it yields the processor — and the rest
+// of the turn's work is the caller's to see to.
+func (t *task) scheduleForPoller() (owed bool) {
+	return t.claim() && t.run(maxInlineTurns, true)
+}
+
 // kick makes sure a turn runs soon without running it here: an idle task
 // is handed to the device worker, a busy one is armed. A poster uses it
 // when earlier work is still under way, so that the posts made until it
@@ -92,27 +101,34 @@ func (t *task) kick() {
 // its work: the task is let go, so that the poller's post runs the next
 // turn itself, then the processor is yielded, and the task is taken again
 // unless someone else owns it by then (whose turn does the rest).
-func (t *task) loop(limit int) {
+func (t *task) loop(limit int) { t.run(limit, false) }
+
+// run is loop; for a poller (scheduleForPoller), a turn that ends for a
+// poller to answer lets the task go and ends the run, reporting owed.
+func (t *task) run(limit int, poller bool) (owed bool) {
 	for n := 1; ; n++ {
 		switch t.turn() {
 		case turnYield:
 			if !t.state.CompareAndSwap(taskBusy, taskIdle) {
 				break // armed: a post came already; the next turn sends it
 			}
+			if poller {
+				return true
+			}
 			runtime.Gosched()
 			if !t.claim() {
-				return
+				return false
 			}
 			fallthrough
 		case turnMore:
 			if limit >= 0 && n >= limit {
 				t.handoff()
-				return
+				return false
 			}
 			continue
 		default:
 			if t.state.CompareAndSwap(taskBusy, taskIdle) {
-				return
+				return false
 			}
 		}
 		t.state.Store(taskBusy) // it was armed: take another turn

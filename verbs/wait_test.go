@@ -1,0 +1,75 @@
+package verbs_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/goverbs/goverbs/verbs"
+	"github.com/goverbs/goverbs/verbs/verbstest"
+)
+
+// TestWaitSharesReceive: over UDP on one processor, where CQ.Wait
+// receives for the device while its receive loop waits and the two take
+// turns (engine.Device.Progress), a ping-pong of SENDs and a stream of
+// WRITEs with immediate, all waited for with Wait, arrive whole and in
+// order.
+func TestWaitSharesReceive(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const rounds, size, stream = 300, 64, 32
+	p := verbstest.New(t, verbstest.Options{Link: verbstest.UDP,
+		Cap: verbs.QPCap{MaxSendWR: stream, MaxRecvWR: stream, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	wcs := make([]verbs.WC, 1)
+	wait := func(cq *verbs.CQ, wrID uint64) verbs.WC {
+		t.Helper()
+		if _, err := cq.Wait(ctx, wcs); err != nil {
+			t.Fatal(err)
+		}
+		if wc := wcs[0]; wc.Status != verbs.WCSuccess || wc.WRID != wrID {
+			t.Fatalf("completion %+v, want WR %d done", wc, wrID)
+		}
+		return wcs[0]
+	}
+	bufs := func(s *verbstest.Side) (src, dst *verbs.MR) {
+		return s.Buffer(t, stream*size, 1), s.Buffer(t, stream*size, 0)
+	}
+	srcA, dstA := bufs(p.A)
+	srcB, dstB := bufs(p.B)
+	hop := func(from, to *verbstest.Side, src, dst *verbs.MR, i int) {
+		binary.BigEndian.PutUint32(src.Bytes(), uint32(i))
+		postRecv(t, to.QP, &verbs.RecvWR{WRID: uint64(i), SGList: []verbs.SGE{dst.SGE(0, size)}})
+		post(t, from.QP, &verbs.SendWR{WRID: uint64(i), Opcode: verbs.WRSend, Flags: verbs.SendSignaled,
+			SGList: []verbs.SGE{src.SGE(0, size)}})
+		wait(from.SendCQ, uint64(i))
+		wait(to.RecvCQ, uint64(i))
+		if !bytes.Equal(dst.Bytes()[:size], src.Bytes()[:size]) {
+			t.Fatalf("round %d: the SEND arrived as %x", i, dst.Bytes()[:8])
+		}
+	}
+	for i := range rounds {
+		hop(p.A, p.B, srcA, dstB, i)
+		hop(p.B, p.A, srcB, dstA, i)
+	}
+
+	for i := range stream {
+		postRecv(t, p.B.QP, &verbs.RecvWR{WRID: uint64(i)})
+	}
+	for i := range stream {
+		binary.BigEndian.PutUint32(srcA.Bytes()[i*size:], uint32(i))
+		post(t, p.A.QP, &verbs.SendWR{WRID: uint64(i), Opcode: verbs.WRRDMAWriteWithImm, Imm: uint32(i),
+			SGList: []verbs.SGE{srcA.SGE(i*size, size)}, RemoteAddr: dstB.Addr() + uint64(i*size), RKey: dstB.RKey()})
+	}
+	for i := range stream {
+		if wc := wait(p.B.RecvCQ, uint64(i)); wc.Imm != uint32(i) {
+			t.Fatalf("WRITE %d completed with immediate %d", i, wc.Imm)
+		}
+		if got := binary.BigEndian.Uint32(dstB.Bytes()[i*size:]); got != uint32(i) {
+			t.Fatalf("WRITE %d left %d in its slot", i, got)
+		}
+	}
+}
