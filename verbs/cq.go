@@ -74,6 +74,7 @@ const (
 // goroutine, whenever the device's receive loop is waiting (doc/design.md
 // §4, "A waiter receives").
 func (cq *CQ) Wait(ctx context.Context, wcs []WC) (int, error) {
+	cq.dev.e.SettleOwed()
 	received := false
 	for i := 0; ; i++ {
 		n, err := cq.Poll(wcs)

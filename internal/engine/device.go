@@ -55,18 +55,25 @@ type Device struct {
 	counters  counters
 	timers    *timerQueue
 	worker    chan *QP // QPs handed over by busy schedulers
-	owed      chan *QP // QPs whose turn yielded to a poller in Progress
 	events    chan Event
 
 	congestion bool // DeviceConfig.Congestion, for its QPs
 
 	// Receiving shared with pollers (progress.go): the gate the receive
 	// loop and Progress take turns under, the link if it can share, and
-	// Progress's own receive state, under progMu.
-	rxGate sync.Mutex
-	shared conn.SharedReceiver
-	progMu sync.Mutex
-	prog   *rxBatch
+	// Progress's own receive state and the calls it leaves to the loop
+	// while a stream flows, under progMu.
+	rxGate     sync.Mutex
+	shared     conn.SharedReceiver
+	progMu     sync.Mutex
+	prog       *rxBatch
+	progStream int
+	// QPs whose turn Progress ended for the poller to answer, until
+	// SettleOwed schedules them (the poller's next wait, or the worker,
+	// which owedWake wakes).
+	owedMu   sync.Mutex
+	owed     []*QP
+	owedWake chan struct{}
 
 	mu      sync.Mutex // guards qps' writers, nextQPN, nextPD, srqs and closed
 	qps     qpTable
@@ -117,7 +124,7 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 		mrs:       mem.NewTable(MaxMR, MaxMW),
 		timers:    newTimerQueue(),
 		worker:    make(chan *QP, 1024),
-		owed:      make(chan *QP, 1024),
+		owedWake:  make(chan struct{}, 1),
 		events:    make(chan Event, eventDepth),
 		nextQPN:   randomQPNBase(),
 		nextPD:    1,
@@ -296,8 +303,8 @@ func (d *Device) workerLoop() {
 			return
 		case qp := <-d.worker:
 			qp.task.loop(maxInlineTurns) // a still-busy QP queues itself again: round robin
-		case qp := <-d.owed:
-			qp.task.schedule() // idle unless a post came first and sent the rest
+		case <-d.owedWake:
+			d.SettleOwed()
 		}
 	}
 }

@@ -137,3 +137,55 @@ func TestProgressIdle(t *testing.T) {
 		}
 	})
 }
+
+// TestProgressStream: after a receive of more packets than a ping-pong
+// brings, Progress leaves the next streamBackoff calls to the receive
+// loop, asking for a yield, and then receives again.
+func TestProgressStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newPktRig(t, withSharedLink)
+		junk := make([]byte, wire.BTHSize+wire.ICRCSize) // dropped as malformed or unknown: only their number matters
+		for range pingPongPackets + 1 {
+			if _, err := r.peer.Send([]conn.Message{{Buf: junk, Addr: r.dev.LocalAddr()}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		if got, yield := r.dev.Progress(); !got || yield {
+			t.Fatalf("Progress with a stream's packets ready = %v, %v; want true, false", got, yield)
+		}
+		r.inject(t, &pkt{op: wire.RCSendOnly, psn: 0, ack: true, payload: []byte("one")})
+		synctest.Wait()
+		for i := range streamBackoff {
+			if got, yield := r.dev.Progress(); got || !yield {
+				t.Fatalf("call %d after the stream's receive = %v, %v; want false, true", i, got, yield)
+			}
+		}
+		if got, _ := r.dev.Progress(); !got {
+			t.Fatal("Progress did not receive again after the back-off")
+		}
+	})
+}
+
+// TestSettleOwed: the ACK a turn run by Progress left owed goes out from
+// SettleOwed, on the poller's goroutine, before the device worker runs.
+func TestSettleOwed(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	synctest.Test(t, func(t *testing.T) {
+		r := newPktRig(t, withSharedLink)
+		l := r.dev.bind.(*sharedLink)
+		r.inject(t, &pkt{op: wire.RCSendOnly, psn: 0, ack: true, payload: []byte("one")})
+		synctest.Wait()
+		if got, _ := r.dev.Progress(); !got {
+			t.Fatal("Progress received nothing")
+		}
+		if n := l.sends.Load(); n != 0 {
+			t.Fatalf("%d sends before SettleOwed, want the ACK still owed", n)
+		}
+		r.dev.SettleOwed()
+		if n := l.sends.Load(); n != 1 {
+			t.Fatalf("%d sends after SettleOwed, want the ACK's", n)
+		}
+		checkOut(t, r.sent(), []out{ack(0, 1)})
+	})
+}
