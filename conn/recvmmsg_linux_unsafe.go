@@ -136,7 +136,10 @@ func (r *recvScratch) call(b *UDPBind, k int) error {
 // recvmmsg runs inside the socket's Read on the non-blocking socket. On
 // EAGAIN it polls again, yielding the processor between tries, for as
 // long as r.wait says; then returning false has Read sleep until data
-// arrives (or the socket is closed, which makes Read fail).
+// arrives (or the socket is closed, which makes Read fail). The bind's
+// receive gate, if it has one, it lets go of for the yields and the
+// sleep, and takes back before the next try (SharedReceiver); a
+// TryRecvCoalesced's scratch (once) returns at the first EAGAIN instead.
 //
 // A poll that follows an empty one asks for a single datagram: what it
 // catches is usually alone (a ping-pong's answer), and recvmmsg would go
