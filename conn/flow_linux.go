@@ -31,7 +31,8 @@ import (
 // datagram, a GSO pair, a lone datagram — and a kernel that numbers
 // otherwise, or echoes no copy, gets no flows. A send that failed may
 // have used an ID, so the flow probes again before its next, as it does
-// when the caller suspects the count (RecheckFlow).
+// when the caller suspects the count (RecheckFlow) and every recheckSends
+// sends.
 type flow struct {
 	fd  int
 	dst netip.AddrPort
@@ -39,8 +40,17 @@ type flow struct {
 	// next is the IPv4 ID of the flow's next datagram. Written under
 	// sendMu, read by PlanIPIDs without it.
 	next  atomic.Uint32
-	stale bool // a send failed: next is unknown until probed (under sendMu)
+	stale bool   // a send failed: next is unknown until probed (under sendMu)
+	sends uint32 // sends since the last probe (under sendMu)
 }
+
+// recheckSends is how many sends a flow makes between probes at most. A
+// count gone wrong without a failed send (FlowOpener.RecheckFlow says
+// how) loses a peer that checks the ICRC everything the flow sends until
+// the next probe; an RC QP rechecks when it sees loss, but a UC QP has no
+// ACKs to see it by, and this bounds what it loses. A probe costs two
+// system calls. A variable so that tests can lower it.
+var recheckSends uint32 = 1 << 16
 
 // flowTable is a UDPBind's flows.
 type flowTable struct {
@@ -169,6 +179,7 @@ func (b *UDPBind) checkNumbering(f *flow) error {
 		return errNumbering
 	}
 	f.next.Store(uint32(last + 1))
+	f.sends = 0
 	return nil
 }
 
@@ -190,7 +201,7 @@ func (b *UDPBind) recalibrate(f *flow) error {
 		}
 		f.next.Store(uint32(id + 1))
 	}
-	f.stale = false
+	f.stale, f.sends = false, 0
 	return nil
 }
 

@@ -207,6 +207,57 @@ func TestFlowRecheck(t *testing.T) {
 	}
 }
 
+// TestFlowPeriodicRecheck: a flow probes again after recheckSends sends
+// even when none failed, so that a count one datagram behind the kernel's
+// (one written to the flow's socket behind its back) is put right
+// without any caller asking.
+func TestFlowPeriodicRecheck(t *testing.T) {
+	leakcheck.Check(t)
+	defer func(n uint32) { recheckSends = n }(recheckSends)
+	recheckSends = 4
+	a := flowBind(t, "127.0.9.17")
+	b := listenWith(t, netip.MustParseAddrPort("127.0.9.18:0"), UDPOptions{})
+	fl := flowTo(t, a, b)
+	f := a.fl.get(fl)
+	if _, err := unix.Write(f.fd, payload(0, 100)); err != nil {
+		t.Fatal(err)
+	}
+	sends := 0
+	for i := range int(recheckSends) + 1 {
+		msgs := []Message{{Buf: payload(1+i, 200), Addr: b.LocalAddr(), Flow: fl}}
+		for {
+			a.PlanIPIDs(msgs)
+			n, err := a.Send(msgs)
+			if errors.Is(err, ErrReplan) {
+				continue // the periodic probe moved the count
+			}
+			if n != 1 || err != nil {
+				t.Fatalf("Send %d = %d, %v", i, n, err)
+			}
+			break
+		}
+		sends++
+	}
+	if f.stale || f.sends != 1 {
+		t.Errorf("after %d sends: stale %v, %d sends since a probe; want a probe before the last", sends, f.stale, f.sends)
+	}
+	checkCount(t, a, fl)
+	recv := make([]Message, sends+1)
+	for i := range recv {
+		recv[i].Buf = make([]byte, 500)
+	}
+	recvAll(t, b, recv, len(recv))
+	for k := range recv {
+		want := payload(0, 100)
+		if k > 0 {
+			want = payload(k, 200)
+		}
+		if m := &recv[k]; !bytes.Equal(m.Buf[:m.N], want) {
+			t.Errorf("datagram %d: %d bytes, want %d", k, m.N, len(want))
+		}
+	}
+}
+
 // TestFlowDeclined: no flow for a bind on another port than RoCEv2's,
 // where peers know the device by its port, nor to an address of the other
 // family; a send by a flow that is not open fails.

@@ -80,9 +80,10 @@ func (s *sendScratch) send(b *UDPBind, msgs []Message) (int, error) {
 			// buffer, before the kernel gave the next datagram an ID,
 			// or at an error, which the next round meets again. A
 			// call that failed may have used an ID: probe before the
-			// next send.
+			// next send; so does a flow due a periodic one.
 			f.next.Add(uint32(n))
-			if err != nil {
+			f.sends += uint32(n)
+			if err != nil || f.sends >= recheckSends {
 				f.stale = true
 			}
 		}
