@@ -57,6 +57,7 @@ type flowTable struct {
 	list    atomic.Pointer[[]*flow] // replaced, never changed, under sendMu
 	probe   int                     // the socket probes go to, once one went (under sendMu)
 	probeAt netip.AddrPort          // its address
+	pio     *probeIO                // what probes send and read with
 	tos     int                     // the TOS byte every flow sends with (SetECN)
 	off     bool                    // the kernel numbers otherwise: no flows
 }
@@ -224,38 +225,28 @@ func (b *UDPBind) probe(f *flow, segs int) (uint16, error) {
 		if err != nil {
 			return 0, err
 		}
-		b.fl.probe, b.fl.probeAt = s.fd, at
+		b.fl.probe, b.fl.probeAt, b.fl.pio = s.fd, at, newProbeIO(at)
 	}
+	p := b.fl.pio
 	const ts = unix.SOF_TIMESTAMPING_TX_SCHED | unix.SOF_TIMESTAMPING_SOFTWARE
 	if err := unix.SetsockoptInt(f.fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, ts); err != nil {
 		return 0, os.NewSyscallError("setsockopt SO_TIMESTAMPING", err)
 	}
 	defer unix.SetsockoptInt(f.fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, 0)
-	var buf [256]byte
-	var oob []byte
-	if segs > 1 {
-		oob = make([]byte, gsoCmsgSpace)
-		putGSOCmsg(oob, probeSize)
+	if e := p.send(f.fd, segs); e != 0 {
+		return 0, os.NewSyscallError("sendmsg", e)
 	}
-	to, err := sockaddrOf(b.fl.probeAt, false)
-	if err != nil {
-		return 0, err
-	}
-	if err := unix.Sendmsg(f.fd, buf[:segs*probeSize], oob, to, 0); err != nil {
-		return 0, os.NewSyscallError("sendmsg", err)
-	}
-	defer b.drainProbes()
-	ctl := make([]byte, 512)
+	defer p.drain(b.fl.probe)
 	for deadline := time.Now().Add(probeWait); ; time.Sleep(time.Millisecond) {
-		n, _, _, _, err := unix.Recvmsg(f.fd, buf[:], ctl, unix.MSG_ERRQUEUE)
-		if err == nil {
-			if id, ok := sentID(buf[:n], f.src.Addr(), b.fl.probeAt.Addr()); ok {
+		n, e := p.readEcho(f.fd)
+		if e == 0 {
+			if id, ok := sentID(p.echo[:n], f.src.Addr(), b.fl.probeAt.Addr()); ok {
 				return id, nil
 			}
 			return 0, errNumbering
 		}
-		if err != unix.EAGAIN && err != unix.EINTR {
-			return 0, os.NewSyscallError("recvmsg MSG_ERRQUEUE", err)
+		if e != unix.EAGAIN && e != unix.EINTR {
+			return 0, os.NewSyscallError("recvmsg MSG_ERRQUEUE", e)
 		}
 		if time.Now().After(deadline) {
 			return 0, errors.New("conn: no echo of a flow probe (SO_TIMESTAMPING)")
@@ -275,16 +266,6 @@ func sentID(frame []byte, src, dst netip.Addr) (uint16, bool) {
 		}
 	}
 	return 0, false
-}
-
-// drainProbes empties the probe socket of the probes that reached it.
-func (b *UDPBind) drainProbes() {
-	var buf [probeSize]byte
-	for {
-		if _, _, err := unix.Recvfrom(b.fl.probe, buf[:], 0); err != nil && err != unix.EINTR {
-			return
-		}
-	}
 }
 
 // closeFlows closes the flows' sockets and the probe socket. Called with

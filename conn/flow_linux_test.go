@@ -300,4 +300,20 @@ func TestFlowZeroAllocs(t *testing.T) {
 	if allocs := testing.AllocsPerRun(100, trip); allocs != 0 {
 		t.Errorf("PlanIPIDs+Send+Recv by a flow: %v allocations, want 0", allocs)
 	}
+	// A flow that probes before every send (recheckSends 1): the plan is
+	// refused once, then holds.
+	defer func(n uint32) { recheckSends = n }(recheckSends)
+	recheckSends = 1
+	trip() // due a probe from here on
+	probed := func() {
+		a.PlanIPIDs(send)
+		if n, err := a.Send(send); !errors.Is(err, ErrReplan) || n != 0 {
+			t.Fatalf("Send with a probe due = %d, %v; want 0, ErrReplan", n, err)
+		}
+		trip()
+	}
+	probed()
+	if allocs := testing.AllocsPerRun(100, probed); allocs != 0 {
+		t.Errorf("a probe, then PlanIPIDs+Send+Recv by a flow: %v allocations, want 0", allocs)
+	}
 }
