@@ -72,16 +72,6 @@ func openSocketBare(laddr netip.AddrPort, is6 bool) (*socket, netip.AddrPort, er
 	return s, local, nil
 }
 
-// newSocket makes a socket of the non-blocking descriptor fd, with its
-// waiters; on failure it closes fd.
-func newSocket(fd int) (*socket, error) {
-	s := &socket{fd: fd}
-	if err := s.initWaiters(); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
 // initWaiters readies the socket's waiters; on failure it closes the
 // socket.
 func (s *socket) initWaiters() error {

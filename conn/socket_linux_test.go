@@ -86,8 +86,8 @@ func socketPair(t *testing.T) (*socket, int) {
 	if err != nil {
 		t.Skip("socketpair:", err)
 	}
-	s, err := newSocket(fds[0])
-	if err != nil {
+	s := &socket{fd: fds[0]}
+	if err := s.initWaiters(); err != nil {
 		unix.Close(fds[1])
 		t.Fatal(err)
 	}
