@@ -38,26 +38,8 @@ func TestSteadyStateAllocations(t *testing.T) {
 		t.Skip("the race detector's sync.Pool drops items and allocates; .ci/run runs this test without -race")
 	}
 	p := verbstest.New(t, verbstest.Options{})
-	src, dst := p.A.Buffer(t, 8192, 1), p.B.Buffer(t, 8192, 2)
 	wcs := make([]verbs.WC, 1)
-	send := &verbs.SendWR{Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGList: []verbs.SGE{src.SGE(0, 6000)}}
-	recv := &verbs.RecvWR{SGList: []verbs.SGE{dst.SGE(0, 8192)}}
-	write := &verbs.SendWR{Opcode: verbs.WRRDMAWrite, Flags: verbs.SendSignaled, SGList: []verbs.SGE{src.SGE(0, 6000)},
-		RemoteAddr: dst.Addr(), RKey: dst.RKey()}
-	read := &verbs.SendWR{Opcode: verbs.WRRDMARead, Flags: verbs.SendSignaled, SGList: []verbs.SGE{src.SGE(0, 6000)},
-		RemoteAddr: dst.Addr(), RKey: dst.RKey()}
-	round := func() {
-		if err := p.B.QP.PostRecv(recv); err != nil {
-			t.Fatal(err)
-		}
-		for _, wr := range []*verbs.SendWR{send, write, read} {
-			if err := p.A.QP.PostSend(wr); err != nil {
-				t.Fatal(err)
-			}
-			pollOne(t, p.A.SendCQ, wcs)
-		}
-		pollOne(t, p.B.RecvCQ, wcs)
-	}
+	round := sendWriteRead(t, p, 6000, func(cq *verbs.CQ) { pollOne(t, cq, wcs) })
 	expectNoAllocs(t, "SEND+WRITE+READ round trip", round)
 }
 
@@ -70,21 +52,27 @@ func TestWaitAllocations(t *testing.T) {
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	p := verbstest.New(t, verbstest.Options{Link: verbstest.UDP})
-	src, dst := p.A.Buffer(t, 8192, 1), p.B.Buffer(t, 8192, 2)
 	wcs := make([]verbs.WC, 1)
 	ctx := context.Background()
-	wait := func(cq *verbs.CQ) {
+	round := sendWriteRead(t, p, 64, func(cq *verbs.CQ) {
 		if _, err := cq.Wait(ctx, wcs); err != nil || wcs[0].Status != verbs.WCSuccess {
 			t.Fatalf("Wait: %v, %+v", err, wcs[0])
 		}
-	}
-	send := &verbs.SendWR{Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGList: []verbs.SGE{src.SGE(0, 64)}}
+	})
+	expectNoAllocs(t, "SEND+WRITE+READ round trip waited for over UDP", round)
+}
+
+// sendWriteRead returns a round of a SEND, a WRITE and a READ of n bytes
+// from p.A to p.B, each completion taken with wait.
+func sendWriteRead(t *testing.T, p *verbstest.Pair, n int, wait func(*verbs.CQ)) func() {
+	src, dst := p.A.Buffer(t, 8192, 1), p.B.Buffer(t, 8192, 2)
+	send := &verbs.SendWR{Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGList: []verbs.SGE{src.SGE(0, n)}}
 	recv := &verbs.RecvWR{SGList: []verbs.SGE{dst.SGE(0, 8192)}}
-	write := &verbs.SendWR{Opcode: verbs.WRRDMAWrite, Flags: verbs.SendSignaled, SGList: []verbs.SGE{src.SGE(0, 64)},
+	write := &verbs.SendWR{Opcode: verbs.WRRDMAWrite, Flags: verbs.SendSignaled, SGList: []verbs.SGE{src.SGE(0, n)},
 		RemoteAddr: dst.Addr(), RKey: dst.RKey()}
-	read := &verbs.SendWR{Opcode: verbs.WRRDMARead, Flags: verbs.SendSignaled, SGList: []verbs.SGE{src.SGE(0, 64)},
+	read := &verbs.SendWR{Opcode: verbs.WRRDMARead, Flags: verbs.SendSignaled, SGList: []verbs.SGE{src.SGE(0, n)},
 		RemoteAddr: dst.Addr(), RKey: dst.RKey()}
-	round := func() {
+	return func() {
 		if err := p.B.QP.PostRecv(recv); err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +84,6 @@ func TestWaitAllocations(t *testing.T) {
 		}
 		wait(p.B.RecvCQ)
 	}
-	expectNoAllocs(t, "SEND+WRITE+READ round trip waited for over UDP", round)
 }
 
 // expectNoAllocs runs round until warm, then fails the test if it

@@ -164,8 +164,9 @@ func (x *xmitBatch) send(qp *QP) (int, error) {
 }
 
 // maxReplans bounds the plans of a batch after its first. A flow's plan
-// goes out of date only when another QP's send by the flow comes between
-// plan and send, which a retry rarely meets again.
+// goes out of date when another QP's send by the flow comes between plan
+// and send, which a retry rarely meets again, or when the flow probes
+// first (a recheck), after which the plan made again holds.
 const maxReplans = 8
 
 // plan has the link plan the IDs of packets from, and reseals those whose
