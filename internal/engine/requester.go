@@ -54,7 +54,7 @@ func (qp *QP) request(now time.Time, budget int) (more bool) {
 	if now.Before(qp.comp.rnrUntil) {
 		return false
 	}
-	for ; budget > 0; budget-- {
+	for ; budget > 0 || qp.finishing(); budget-- {
 		if qp.req.cur == qp.sq.Tail() {
 			return false
 		}
@@ -63,7 +63,7 @@ func (qp *QP) request(now time.Time, budget int) (more bool) {
 		case wqeFailed:
 			return false // the completer reports it in order
 		case wqePosted:
-			if st == ib.QPStateSQD || !qp.startWQE(w) {
+			if st == ib.QPStateSQD || !qp.fitsWhole(w) || !qp.startWQE(w) {
 				return false
 			}
 		}
@@ -86,6 +86,42 @@ func (qp *QP) request(now time.Time, budget int) (more bool) {
 		}
 	}
 	return true
+}
+
+// A turn sends a short message whole: it does not start one that the
+// window would cut short while packets are in flight (fitsWhole), and
+// it goes past its budget to finish the one it is sending (finishing).
+// A link that coalesces sends (conn.UDPBind's GSO) sends a run of
+// equal-size packets as one datagram to the kernel, and a run cut
+// between two turns costs one more, whose way through the kernel is
+// most of a sender's time: ib_write_bw 64 KiB cut 2 568 messages at the
+// window and 4 261 at the budget (which then stayed out of step with
+// the messages) of 20 000, 2.22 datagrams a message where 2 is the
+// least; sending them whole, medians of 8 alternated runs, pinned: 3.05 →
+// 3.34 GB/s and 0.595 → 0.559 CPU-s per GB (both processes), ahead in 6.
+// A message is short if it is at most an eighth of the window: the
+// window's room it leaves unused is then at most that.
+func (qp *QP) fitsWhole(w *sendWQE) bool {
+	n := w.npkts(qp.mtu)
+	if n == 1 || n > qp.req.win.size/8 || w.isLocal() || w.isReadAtomic() {
+		return true
+	}
+	start := qp.windowStart()
+	if qp.req.psn == start {
+		return true // nothing in flight: no acknowledgement would widen it
+	}
+	last := qp.req.psn.Add(n - 1)
+	return !qp.req.win.full(last, start) && last.Diff(qp.comp.psn) < boardBits/2
+}
+
+// finishing reports whether the WQE being sent has begun and has at most
+// half a turn's budget of packets left.
+func (qp *QP) finishing() bool {
+	if qp.req.cur == qp.sq.Tail() {
+		return false
+	}
+	w := qp.sq.At(qp.req.cur)
+	return w.state == wqeSending && !w.isReadAtomic() && w.lastPSN.Diff(qp.req.psn) < turnBudget/2
 }
 
 // catchUp applies what the completer reported since the requester last

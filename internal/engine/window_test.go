@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -369,4 +370,66 @@ func compress(s []uint32) []uint32 {
 		}
 	}
 	return out
+}
+
+// TestTurnSendsShortMessagesWhole: a turn neither stops at its budget nor
+// at the window inside a short message, so every Send carries whole
+// messages and a GSO link's runs are not cut. Three-packet WRITEs: the
+// turn's budget of 64 packets ends inside one, and so does the window of
+// 128 PSNs while nothing is acknowledged; an ACK of the first message
+// makes room for the next one whole.
+func TestTurnSendsShortMessagesWhole(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const msgs, npkts = 60, 3
+		r, cb := countingRig(t, msgs)
+		wr := func(i int) *SendWR {
+			return &SendWR{WRID: uint64(i), Opcode: ib.WRRDMAWrite, RemoteAddr: 0x1000, RKey: 7,
+				SGList: []SGE{{Addr: mem.AddrOf(r.region), Length: uint32(npkts * r.mtu.Bytes()), LKey: ib.LKey(r.key)}}}
+		}
+		if _, err := r.qp.PostSend(wr(0)); err != nil {
+			t.Fatal(err)
+		}
+		// The rest queue behind it while a turn is held back (see
+		// TestPostsBehindWorkCoalesce), so that one turn finds them all.
+		r.qp.mu.Lock()
+		var posted atomic.Bool
+		go func() {
+			for i := 1; i < msgs; i++ {
+				if _, err := r.qp.PostSend(wr(i)); err != nil {
+					t.Error(err)
+				}
+			}
+			posted.Store(true)
+		}()
+		spinUntil(t, &r.qp.mu, posted.Load, "a post behind unacknowledged work ran the turn inline")
+		r.qp.mu.Unlock()
+
+		first := checkWholeSends(t, "before any ACK", cb, r.sent(), 0)
+		if want := minWindow / npkts * npkts; len(first) != want {
+			t.Fatalf("%d packets sent into a window of %d PSNs, want %d: the messages that fit whole", len(first), minWindow, want)
+		}
+		psn0 := first[0].BTH().PSN()
+		r.inject(t, inACK(psn0.Add(npkts-1)))
+		next := checkWholeSends(t, "after the ACK of the first message", cb, r.sent(), len(cb.calls())-1)
+		if len(next) != npkts || next[0].BTH().PSN() != psn0.Add(uint32(len(first))) {
+			t.Fatalf("after the ACK of the first message %d packets went, want the next message's %d", len(next), npkts)
+		}
+	})
+}
+
+// checkWholeSends checks that the Sends from call from on, which carried
+// pkts, each ended with the last packet of a WRITE, and returns pkts.
+func checkWholeSends(t *testing.T, when string, cb *countingBind, pkts []wire.Packet, from int) []wire.Packet {
+	t.Helper()
+	calls, i := cb.calls()[from:], 0
+	for _, n := range calls {
+		i += n
+		if i > len(pkts) {
+			t.Fatalf("%s: Sends %v, %d packets arrived", when, calls, len(pkts))
+		}
+		if op := pkts[i-1].Opcode(); op != wire.RCWriteLast {
+			t.Errorf("%s: a Send of %d packets ended with %v at PSN %d, inside a message", when, n, op, pkts[i-1].BTH().PSN())
+		}
+	}
+	return pkts
 }
