@@ -367,8 +367,14 @@ func (qp *QP) turn() turnEnd {
 	return end
 }
 
-// turnBudget bounds the packets handled and sent in one turn.
-const turnBudget = 64
+// turnBudget bounds the packets handled and sent in one turn. It is a
+// multiple of 15, the full 4 KiB-MTU packets one GSO datagram holds
+// (conn's 65 507 bytes), and below 62, those of a 1 KiB MTU, so that a
+// turn's packets coalesce into whole runs: at 64, a stream of 4 KiB
+// messages went to the kernel as 15+15+15+15+4 a turn. Alternated runs,
+// pinned, medians of 5: ib_send_bw 64 KiB 0.600 → 0.565 CPU-s per GB,
+// ib_write_bw 4 KiB 3.11 → 3.23 GB/s; 8 B and 64 KiB WRITEs unchanged.
+const turnBudget = 60
 
 // armTimer registers the QP's earliest deadline with the device timer:
 // the local ACK timeout, a READ gap's reorder window, a tail probe or a

@@ -374,17 +374,23 @@ func compress(s []uint32) []uint32 {
 
 // TestTurnSendsShortMessagesWhole: a turn neither stops at its budget nor
 // at the window inside a short message, so every Send carries whole
-// messages and a GSO link's runs are not cut. Three-packet WRITEs: the
-// turn's budget of 64 packets ends inside one, and so does the window of
-// 128 PSNs while nothing is acknowledged; an ACK of the first message
-// makes room for the next one whole.
+// messages and a GSO link's runs are not cut. Seven-packet WRITEs (two
+// SGEs, the region and most of it again): the turn's budget of 60 packets
+// ends inside one, and so does the window of 128 PSNs while nothing is
+// acknowledged; an ACK of the first message makes room for the next one
+// whole.
 func TestTurnSendsShortMessagesWhole(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const msgs, npkts = 60, 3
+		const msgs, npkts = 30, 7
 		r, cb := countingRig(t, msgs)
+		mtu := r.mtu.Bytes()
 		wr := func(i int) *SendWR {
-			return &SendWR{WRID: uint64(i), Opcode: ib.WRRDMAWrite, RemoteAddr: 0x1000, RKey: 7,
-				SGList: []SGE{{Addr: mem.AddrOf(r.region), Length: uint32(npkts * r.mtu.Bytes()), LKey: ib.LKey(r.key)}}}
+			return &SendWR{WRID: uint64(i), Opcode: ib.WRRDMAWrite, RemoteAddr: 0x1000, RKey: 7, SGList: []SGE{
+				{Addr: mem.AddrOf(r.region), Length: uint32(len(r.region)), LKey: ib.LKey(r.key)},
+				{Addr: mem.AddrOf(r.region), Length: uint32(npkts*mtu - len(r.region)), LKey: ib.LKey(r.key)}}}
+		}
+		if turnBudget%npkts == 0 || minWindow%npkts == 0 || len(r.region) >= npkts*mtu {
+			t.Fatalf("%d-packet messages fit the budget (%d) or the window (%d) evenly, or one SGE", npkts, turnBudget, minWindow)
 		}
 		if _, err := r.qp.PostSend(wr(0)); err != nil {
 			t.Fatal(err)
