@@ -163,12 +163,24 @@ func demo(w io.Writer, cfg demoConfig) error {
 		mbps := float64(size*iters) / el.Seconds() / 1e6
 		fmt.Fprintf(w, "  %-22s %9d %7d %8.1fms %7.1f MB/s  verified\n", op.name, size, iters, float64(el.Microseconds())/1000, mbps)
 	}
-	ca, cb := a.dev.Counters(), b.dev.Counters()
-	sum := func(c verbs.Counter) uint64 { return ca.Get(c) + cb.Get(c) }
-	fmt.Fprintf(w, "\n  packets: %d sent, %d received, %d retransmission rounds, %d RNR NAKs, %d dropped\n",
-		sum(verbs.SentPkts), sum(verbs.RcvdPkts), sum(verbs.CompleterRetryErr), sum(verbs.SendRNRErr), ca.Drops()+cb.Drops())
+	packetReport(w, a.dev.Counters(), b.dev.Counters())
 	fmt.Fprintf(w, "\ncounters, as 'rdma statistic show link' prints them:\n")
 	devinfo.Stat(w, a.dev)
 	devinfo.Stat(w, b.dev)
 	return nil
+}
+
+// packetReport sums the two devices' packets. What was sent again — a
+// tail probe of a flight that stalled (a peer descheduled for a moment,
+// on a busy machine) or a go-back-N — the peer answers as a duplicate,
+// and the answers that come after the original ones are dropped as
+// duplicate responses: counted apart from the drops of packets that were
+// bad or unexpected, which a newcomer would read as lost.
+func packetReport(w io.Writer, a, b verbs.Counters) {
+	sum := func(c verbs.Counter) uint64 { return a.Get(c) + b.Get(c) }
+	dups := sum(verbs.DropDuplicateResponse)
+	fmt.Fprintf(w, "\n  packets: %d sent, %d received, %d RNR NAKs, %d dropped as bad or unexpected\n",
+		sum(verbs.SentPkts), sum(verbs.RcvdPkts), sum(verbs.SendRNRErr), a.Drops()+b.Drops()-dups)
+	fmt.Fprintf(w, "  resent:  %d (tail probes and go-back-N; %d retry timeouts), %d duplicate responses to them dropped\n",
+		sum(verbs.RetransmittedPkts), sum(verbs.CompleterRetryErr), dups)
 }

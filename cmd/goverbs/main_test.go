@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/goverbs/goverbs/internal/golden"
+	"github.com/goverbs/goverbs/verbs"
 
 	"bytes"
 	"errors"
@@ -178,5 +179,23 @@ func TestStartProfile(t *testing.T) {
 	}
 	if _, err := startProfile(filepath.Join(t.TempDir(), "no", "such", "dir")); err == nil {
 		t.Error("a profile in a missing directory did not fail")
+	}
+}
+
+// TestPacketReport: the demo's summary keeps the duplicates of what was
+// sent again apart from the packets dropped as bad or unexpected.
+func TestPacketReport(t *testing.T) {
+	var a, b verbs.Counters
+	a[verbs.SentPkts], b[verbs.SentPkts] = 100, 40
+	a[verbs.RcvdPkts], b[verbs.RcvdPkts] = 39, 98
+	a[verbs.RetransmittedPkts], a[verbs.CompleterRetryErr] = 4, 1
+	a[verbs.DropDuplicateResponse], b[verbs.DropBadICRC], b[verbs.DropUnknownQP] = 3, 1, 1
+	b[verbs.SendRNRErr] = 2
+	var out bytes.Buffer
+	packetReport(&out, a, b)
+	want := "\n  packets: 140 sent, 137 received, 2 RNR NAKs, 2 dropped as bad or unexpected\n" +
+		"  resent:  4 (tail probes and go-back-N; 1 retry timeouts), 3 duplicate responses to them dropped\n"
+	if out.String() != want {
+		t.Errorf("packetReport:\n%q\nwant\n%q", out.String(), want)
 	}
 }
