@@ -52,6 +52,7 @@ type QP struct {
 	env       wire.Envelope // of outgoing packets, prepared (wire.Envelope.Prepare)
 	flow      int           // the link's flow to the peer (conn.FlowOpener), 0 for none; set at RTR
 	rxEnv     wire.Envelope // of the datagrams accepted for the QP, prepared; the receive loop's (accept)
+	rxRunID   uint16        // IPv4 ID of the first packet of the last run received (ipidGuesses); the receive loop's
 	mtu       uint32        // path MTU in bytes
 	req       requester
 	comp      completer

@@ -80,7 +80,7 @@ func TestICRCWithUnseenIPID(t *testing.T) {
 	sealed.IPID = 0x7ca9
 	p, _ := wire.NewPacket(make([]byte, 128), 0, &wire.BTHFields{Opcode: wire.RCSendOnly, PKey: 0xffff, DestQP: 0x11}, 40)
 	p.SealICRC(&sealed)
-	check := func(m conn.Message) bool { e := env; return icrcOK(p, &e, &m) }
+	check := func(m conn.Message) bool { e, run := env, uint16(0); return icrcOK(p, &e, &m, &run, true) }
 	if !check(conn.Message{}) {
 		t.Error("UDP receive: packet with IP ID 0x7ca9 rejected")
 	}
@@ -90,5 +90,42 @@ func TestICRCWithUnseenIPID(t *testing.T) {
 	p.Payload()[3] ^= 0x10
 	if check(conn.Message{}) {
 		t.Error("corrupted packet accepted")
+	}
+}
+
+// TestIPIDGuesses: ipidGuesses names the IPv4 ID of every packet after the
+// first of the streams a peer sends — single datagrams counting up (rxe, a
+// flow's lone sends) and GSO runs, whose sends take one ID each from the
+// flow's count and whose segments number on from it: a ping-pong's answer
+// and ACK (runs of two), a 64 KiB WRITE stream (runs of 2 and 14), a mix —
+// across the 16-bit wrap.
+func TestIPIDGuesses(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		runs []int
+	}{
+		{"single datagrams", []int{1, 1, 1, 1}},
+		{"ping-pong runs of two", []int{2, 2, 2, 2}},
+		{"64 KiB WRITEs", []int{2, 14, 2, 14, 2, 14}},
+		{"mixed", []int{1, 15, 3, 1, 2, 1}},
+	} {
+		next := uint16(0xfffd) // the flow's count, about to wrap
+		var last, run uint16
+		for i, k := range c.runs {
+			first := next
+			next++
+			for j := range k {
+				id := first + uint16(j)
+				if i > 0 || j > 0 {
+					if g, a := ipidGuesses(last, run, j == 0); id != g && id != a {
+						t.Errorf("%s: run %d, packet %d: ID %#04x, guesses %#04x and %#04x", c.name, i, j, id, g, a)
+					}
+				}
+				last = id
+				if j == 0 {
+					run = id
+				}
+			}
+		}
 	}
 }

@@ -167,5 +167,5 @@ func parity(v uint32) bool {
 // detects corruption with 16 fewer bits of strength than a full ICRC check
 // (a random error passes with probability 2^-16 instead of 2^-32).
 func (p Packet) CheckICRCAnyIPID(e *Envelope) (uint16, error) {
-	return p.CheckICRCGuessIPID(e, 0)
+	return p.CheckICRCGuessIPID(e, 0, 0)
 }

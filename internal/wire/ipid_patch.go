@@ -67,11 +67,12 @@ func (p Packet) ResealIPID(from, to uint16) {
 
 // CheckICRCGuessIPID checks the ICRC of an IPv4 packet whose Identification
 // the receiver could not see but can guess: it computes the ICRC once, for
-// ID 0, accepts guess (or 0) by comparing the difference with L(guess),
-// and otherwise solves for the ID as [Packet.CheckICRCAnyIPID] does. It
-// returns the ID that makes the trailer match, or ErrBadICRC. e.IPID is
-// ignored.
-func (p Packet) CheckICRCGuessIPID(e *Envelope, guess uint16) (uint16, error) {
+// ID 0, accepts guess or alt (or 0) by comparing the difference with
+// L(guess) and L(alt), and otherwise solves for the ID as
+// [Packet.CheckICRCAnyIPID] does, which costs more (BenchmarkCheckICRCGuessIPID).
+// It returns the ID that makes the trailer match, or
+// ErrBadICRC. e.IPID is ignored.
+func (p Packet) CheckICRCGuessIPID(e *Envelope, guess, alt uint16) (uint16, error) {
 	if len(p) < BTHSize+ICRCSize || !e.IPv4() {
 		return 0, ErrBadICRC
 	}
@@ -84,6 +85,9 @@ func (p Packet) CheckICRCGuessIPID(e *Envelope, guess uint16) (uint16, error) {
 	s := solverForLen(len(p) - ICRCSize)
 	if guess != 0 && s.delta(guess) == t {
 		return guess, nil
+	}
+	if alt != 0 && alt != guess && s.delta(alt) == t {
+		return alt, nil
 	}
 	id, ok := s.solve(t)
 	if !ok {

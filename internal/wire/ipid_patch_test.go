@@ -50,8 +50,9 @@ func TestResealIPID(t *testing.T) {
 	}
 }
 
-// TestCheckICRCGuessIPID checks that a right guess, a wrong guess and no
-// guess all recover the ID, and that corruption is still caught.
+// TestCheckICRCGuessIPID checks that a right guess (first or second), wrong
+// guesses and no guess all recover the ID, and that corruption is still
+// caught.
 func TestCheckICRCGuessIPID(t *testing.T) {
 	buf := make([]byte, 4200)
 	for _, id := range []uint16{0, 1, 5, 0xbeef} {
@@ -61,13 +62,13 @@ func TestCheckICRCGuessIPID(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, guess := range []uint16{id, 0, 7} {
-			if got, err := p.CheckICRCGuessIPID(&testEnvelope, guess); err != nil || got != id {
-				t.Errorf("ID %d, guess %d: got %d, %v", id, guess, got, err)
+		for _, g := range [][2]uint16{{id, 0}, {0, 0}, {7, 0}, {7, id}, {id, 7}, {7, 8}} {
+			if got, err := p.CheckICRCGuessIPID(&testEnvelope, g[0], g[1]); err != nil || got != id {
+				t.Errorf("ID %d, guesses %d and %d: got %d, %v", id, g[0], g[1], got, err)
 			}
 		}
 		p[100] ^= 0x10
-		if _, err := p.CheckICRCGuessIPID(&testEnvelope, id); err == nil {
+		if _, err := p.CheckICRCGuessIPID(&testEnvelope, id, id); err == nil {
 			t.Errorf("ID %d: corrupted packet accepted", id)
 		}
 	}
@@ -79,7 +80,7 @@ func TestIPIDAllocs(t *testing.T) {
 	allocs := testing.AllocsPerRun(100, func() {
 		p.ResealIPID(1, 17)
 		p.ResealIPID(17, 1)
-		if _, err := p.CheckICRCGuessIPID(&testEnvelope, 1); err != nil {
+		if _, err := p.CheckICRCGuessIPID(&testEnvelope, 1, 0); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -56,3 +56,26 @@ func BenchmarkCheckICRCAnyIPID(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCheckICRCGuessIPID checks a ping-pong's 8-byte WRITE whose ID the
+// second guess names, and one whose ID neither does (solved), with a
+// prepared envelope, as a QP's.
+func BenchmarkCheckICRCGuessIPID(b *testing.B) {
+	e := testEnvelope
+	e.IPID = 0x7cab
+	p, _ := newSample(RCWriteOnly, 8).build(make([]byte, 256), &e)
+	e.Prepare()
+	for _, c := range []struct {
+		name string
+		alt  uint16
+	}{{"guessed", e.IPID}, {"solved", 1}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if id, err := p.CheckICRCGuessIPID(&e, e.IPID+1, c.alt); err != nil || id != e.IPID {
+					b.Fatal(id, err)
+				}
+			}
+		})
+	}
+}
