@@ -194,7 +194,7 @@ func TestPacketReport(t *testing.T) {
 	var out bytes.Buffer
 	packetReport(&out, a, b)
 	want := "\n  packets: 140 sent, 137 received, 2 RNR NAKs, 2 dropped as bad or unexpected\n" +
-		"  resent:  4 (tail probes and go-back-N; 1 retry timeouts), 3 duplicate responses to them dropped\n"
+		"  resent:  4 (tail probes, and 1 retransmission rounds), 3 duplicate responses to them dropped\n"
 	if out.String() != want {
 		t.Errorf("packetReport:\n%q\nwant\n%q", out.String(), want)
 	}

@@ -288,7 +288,7 @@ func (d *Device) accept(m *conn.Message, first bool) *QP {
 // unconnected DF socket sends alone) and the two IDs of ipidGuesses;
 // otherwise it solves for the ID from the trailer: Linux rxe numbers its
 // datagrams (see wire.CheckICRCGuessIPID). env.IPID is then the ID found,
-// and *run too if first says the datagram starts a run.
+// and *run too if first says the datagram starts a run and it checks.
 func icrcOK(p wire.Packet, env *wire.Envelope, m *conn.Message, run *uint16, first bool) bool {
 	if m.HasIPID || !env.IPv4() {
 		env.IPID = m.IPID
@@ -297,7 +297,7 @@ func icrcOK(p wire.Packet, env *wire.Envelope, m *conn.Message, run *uint16, fir
 	guess, alt := ipidGuesses(env.IPID, *run, first)
 	id, err := p.CheckICRCGuessIPID(env, guess, alt)
 	env.IPID = id
-	if first {
+	if first && err == nil {
 		*run = id
 	}
 	return err == nil

@@ -439,3 +439,43 @@ func checkWholeSends(t *testing.T, when string, cb *countingBind, pkts []wire.Pa
 	}
 	return pkts
 }
+
+// TestResendKeepsTheBudget: a go-back-N resends in turns of the budget.
+// The messages after the one it resends from are sending again with
+// nothing sent, and a turn does not go past its budget to finish those,
+// only one it has begun.
+func TestResendKeepsTheBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const msgs = 100
+		r, cb := countingRig(t, msgs)
+		if _, err := r.qp.PostSend(r.sendWR(0)); err != nil {
+			t.Fatal(err)
+		}
+		r.qp.mu.Lock()
+		var posted atomic.Bool
+		go func() {
+			for i := 1; i < msgs; i++ {
+				if _, err := r.qp.PostSend(r.sendWR(i % 32)); err != nil {
+					t.Error(err)
+				}
+			}
+			posted.Store(true)
+		}()
+		spinUntil(t, &r.qp.mu, posted.Load, "a post behind unacknowledged work ran the turn inline")
+		r.qp.mu.Unlock()
+		first := r.sent()
+		if len(first) != msgs {
+			t.Fatalf("%d packets sent, want %d", len(first), msgs)
+		}
+		before := len(cb.calls())
+		r.inject(t, inNAK(wire.NAKPSNSequenceError, first[1].BTH().PSN()))
+		if again := r.sent(); len(again) != msgs-1 {
+			t.Fatalf("%d packets resent after a sequence NAK of the second, want %d", len(again), msgs-1)
+		}
+		for _, n := range cb.calls()[before:] {
+			if n > turnBudget {
+				t.Errorf("a Send of %d packets in the resend (Sends %v), more than a turn's budget of %d", n, cb.calls()[before:], turnBudget)
+			}
+		}
+	})
+}

@@ -33,12 +33,13 @@ type xmitBatch struct {
 	bytes  int64 // bytes queued since the QP was created, for congestion control
 }
 
-// init sizes the batch to hold a whole turn, a turnBudget of requests and
-// as many responses or ACKs, and at least the link's batch: one Send per
-// turn, which the link splits into system calls as it must (a GSO link
-// carries up to a few hundred packets in one).
+// init sizes the batch to hold a whole turn, a turnBudget of requests, the
+// rest of a short message (finishing) and a turnBudget of responses or
+// ACKs, and at least the link's batch: one Send per turn, which the link
+// splits into system calls as it must (a GSO link carries up to a few
+// hundred packets in one).
 func (x *xmitBatch) init(linkBatch int) {
-	size := max(linkBatch, 2*turnBudget)
+	size := max(linkBatch, 2*turnBudget+turnBudget/2)
 	x.msgs = make([]conn.Message, size)
 	x.bufs = make([]*pktBuf, size)
 	x.pkts = make([]wire.Packet, size)
