@@ -37,8 +37,12 @@ func (b *countingBind) calls() []int {
 // countingRig is a pktRig whose device sends through a countingBind, with
 // room for maxSendWR send WQEs.
 func countingRig(t *testing.T, maxSendWR uint32) (*pktRig, *countingBind) {
+	return countingRigType(t, ib.QPTypeRC, maxSendWR)
+}
+
+func countingRigType(t *testing.T, typ ib.QPType, maxSendWR uint32) (*pktRig, *countingBind) {
 	var cb *countingBind
-	r := newPktRig(t, func(cfg *DeviceConfig, c *QPCap) {
+	r := newPktRigType(t, typ, func(cfg *DeviceConfig, c *QPCap) {
 		cb = &countingBind{Bind: cfg.Bind}
 		cfg.Bind = cb
 		c.MaxSendWR = maxSendWR

@@ -120,16 +120,17 @@ func (qp *QP) fitsWhole(w *sendWQE) bool {
 	return !qp.req.win.full(last, start) && last.Diff(qp.comp.psn) < boardBits/2
 }
 
-// finishing reports whether the WQE being sent has sent some of its
-// packets and has fewer than half a turn's budget left. (A go-back-N sets
-// the WQEs after the one it resends from back to sending with nothing
-// sent: those wait for the next turn.)
+// finishing reports whether the WQE being sent, a SEND or WRITE (RC's
+// requester or UC's), has sent some of its packets and has fewer than half
+// a turn's budget left. (A go-back-N sets the WQEs after the one it resends
+// from back to sending with nothing sent: those wait for the next turn.)
 func (qp *QP) finishing() bool {
 	if qp.req.cur == qp.sq.Tail() {
 		return false
 	}
 	w := qp.sq.At(qp.req.cur)
-	return w.state == wqeSending && w.sent > 0 && !w.isReadAtomic() && w.lastPSN.Diff(qp.req.psn) < turnBudget/2
+	return w.state == wqeSending && w.sent > 0 && !w.isReadAtomic() &&
+		(w.length-w.sent+qp.mtu-1)/qp.mtu < turnBudget/2
 }
 
 // catchUp applies what the completer reported since the requester last

@@ -30,7 +30,11 @@ type pktRig struct {
 }
 
 func newPktRig(t *testing.T, tweaks ...rigTweak) *pktRig {
-	r := &pktRig{fuzzRig: newFuzzRig(t, tweaks...)}
+	return newPktRigType(t, ib.QPTypeRC, tweaks...)
+}
+
+func newPktRigType(t *testing.T, typ ib.QPType, tweaks ...rigTweak) *pktRig {
+	r := &pktRig{fuzzRig: newFuzzRigType(t, typ, tweaks...)}
 	go r.collect()
 	synctest.Wait()
 	r.base = r.dev.Counters()

@@ -383,14 +383,9 @@ func TestTurnSendsShortMessagesWhole(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const msgs, npkts = 30, 7
 		r, cb := countingRig(t, msgs)
-		mtu := r.mtu.Bytes()
-		wr := func(i int) *SendWR {
-			return &SendWR{WRID: uint64(i), Opcode: ib.WRRDMAWrite, RemoteAddr: 0x1000, RKey: 7, SGList: []SGE{
-				{Addr: mem.AddrOf(r.region), Length: uint32(len(r.region)), LKey: ib.LKey(r.key)},
-				{Addr: mem.AddrOf(r.region), Length: uint32(npkts*mtu - len(r.region)), LKey: ib.LKey(r.key)}}}
-		}
-		if turnBudget%npkts == 0 || minWindow%npkts == 0 || len(r.region) >= npkts*mtu {
-			t.Fatalf("%d-packet messages fit the budget (%d) or the window (%d) evenly, or one SGE", npkts, turnBudget, minWindow)
+		wr := func(i int) *SendWR { return r.writeWR(i, npkts) }
+		if minWindow%npkts == 0 {
+			t.Fatalf("%d-packet messages fit the window (%d) evenly", npkts, minWindow)
 		}
 		if _, err := r.qp.PostSend(wr(0)); err != nil {
 			t.Fatal(err)
@@ -410,13 +405,13 @@ func TestTurnSendsShortMessagesWhole(t *testing.T) {
 		spinUntil(t, &r.qp.mu, posted.Load, "a post behind unacknowledged work ran the turn inline")
 		r.qp.mu.Unlock()
 
-		first := checkWholeSends(t, "before any ACK", cb, r.sent(), 0)
+		first := checkWholeSends(t, "before any ACK", cb, r.sent(), 0, wire.RCWriteLast)
 		if want := minWindow / npkts * npkts; len(first) != want {
 			t.Fatalf("%d packets sent into a window of %d PSNs, want %d: the messages that fit whole", len(first), minWindow, want)
 		}
 		psn0 := first[0].BTH().PSN()
 		r.inject(t, inACK(psn0.Add(npkts-1)))
-		next := checkWholeSends(t, "after the ACK of the first message", cb, r.sent(), len(cb.calls())-1)
+		next := checkWholeSends(t, "after the ACK of the first message", cb, r.sent(), len(cb.calls())-1, wire.RCWriteLast)
 		if len(next) != npkts || next[0].BTH().PSN() != psn0.Add(uint32(len(first))) {
 			t.Fatalf("after the ACK of the first message %d packets went, want the next message's %d", len(next), npkts)
 		}
@@ -424,8 +419,9 @@ func TestTurnSendsShortMessagesWhole(t *testing.T) {
 }
 
 // checkWholeSends checks that the Sends from call from on, which carried
-// pkts, each ended with the last packet of a WRITE, and returns pkts.
-func checkWholeSends(t *testing.T, when string, cb *countingBind, pkts []wire.Packet, from int) []wire.Packet {
+// pkts, each ended with the last packet of a WRITE (opcode last), and
+// returns pkts.
+func checkWholeSends(t *testing.T, when string, cb *countingBind, pkts []wire.Packet, from int, last wire.Opcode) []wire.Packet {
 	t.Helper()
 	calls, i := cb.calls()[from:], 0
 	for _, n := range calls {
@@ -433,7 +429,7 @@ func checkWholeSends(t *testing.T, when string, cb *countingBind, pkts []wire.Pa
 		if i > len(pkts) {
 			t.Fatalf("%s: Sends %v, %d packets arrived", when, calls, len(pkts))
 		}
-		if op := pkts[i-1].Opcode(); op != wire.RCWriteLast {
+		if op := pkts[i-1].Opcode(); op != last {
 			t.Errorf("%s: a Send of %d packets ended with %v at PSN %d, inside a message", when, n, op, pkts[i-1].BTH().PSN())
 		}
 	}
@@ -475,6 +471,57 @@ func TestResendKeepsTheBudget(t *testing.T) {
 		for _, n := range cb.calls()[before:] {
 			if n > turnBudget {
 				t.Errorf("a Send of %d packets in the resend (Sends %v), more than a turn's budget of %d", n, cb.calls()[before:], turnBudget)
+			}
+		}
+	})
+}
+
+// writeWR is an RDMA WRITE of npkts packets, wr_id i, from two SGEs (the
+// region, and most of it again): npkts is 7, which divides neither a
+// turn's budget nor the smallest window.
+func (r *pktRig) writeWR(i, npkts int) *SendWR {
+	mtu := r.mtu.Bytes()
+	if turnBudget%npkts == 0 || len(r.region) >= npkts*mtu || 2*len(r.region) < npkts*mtu {
+		panic("writeWR: the message must take both SGEs and not divide the budget")
+	}
+	return &SendWR{WRID: uint64(i), Opcode: ib.WRRDMAWrite, RemoteAddr: 0x1000, RKey: 7, SGList: []SGE{
+		{Addr: mem.AddrOf(r.region), Length: uint32(len(r.region)), LKey: ib.LKey(r.key)},
+		{Addr: mem.AddrOf(r.region), Length: uint32(npkts*mtu - len(r.region)), LKey: ib.LKey(r.key)}}}
+}
+
+// TestUCTurnSendsMessagesWhole: UC's requester, too, finishes a message it
+// has begun past its budget: posted at once, thirty 7-packet WRITEs leave
+// in Sends that each end with a WRITE Last, all of them, bytes and order
+// as posted.
+func TestUCTurnSendsMessagesWhole(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const msgs, npkts = 30, 7
+		r, cb := countingRigType(t, ib.QPTypeUC, msgs)
+		for i := range r.region {
+			r.region[i] = byte(i*13 + 5)
+		}
+		wrs := make([]*SendWR, msgs)
+		for i := range wrs {
+			wrs[i] = r.writeWR(i, npkts)
+			if i > 0 {
+				wrs[i-1].Next = wrs[i]
+			}
+		}
+		if n, err := r.qp.PostSend(wrs[0]); err != nil || n != msgs {
+			t.Fatalf("PostSend: %d of %d posted, %v", n, msgs, err)
+		}
+		pkts := checkWholeSends(t, "UC", cb, r.sent(), 0, wire.UCWriteLast)
+		if len(pkts) != msgs*npkts {
+			t.Fatalf("%d packets sent, want %d", len(pkts), msgs*npkts)
+		}
+		if calls := cb.calls(); len(calls) < 2 {
+			t.Errorf("Sends %v: the budget should have split them", calls)
+		}
+		want := append(append([]byte(nil), r.region...), r.region[:npkts*r.mtu.Bytes()-len(r.region)]...)
+		for i, p := range pkts {
+			off := (i % npkts) * r.mtu.Bytes()
+			if !bytes.Equal(p.Payload(), want[off:off+r.mtu.Bytes()]) {
+				t.Fatalf("packet %d: payload is not bytes %d-%d of the message", i, off, off+r.mtu.Bytes())
 			}
 		}
 	})
