@@ -102,11 +102,8 @@ func (qp *QP) request(now time.Time, budget int) (more bool) {
 // A message is short if it is at most an eighth of the window: the
 // window's room it leaves unused is then at most that. A requester held
 // back this way has more than 7/8 of the window in flight, which holds a
-// packet that asks for an ACK (ackEvery is less than that, which the
-// array below holds to at compile time), so the ACK that lets it go is
-// coming.
-var _ [minWindow - minWindow/8 - ackEvery]struct{}
-
+// packet that asks for an ACK (ackEvery is less than that, held to at
+// compile time below), so the ACK that lets it go is coming.
 func (qp *QP) fitsWhole(w *sendWQE) bool {
 	n := w.npkts(qp.mtu)
 	if n == 1 || n > qp.req.win.size/8 || w.isLocal() || w.isReadAtomic() {
@@ -119,6 +116,11 @@ func (qp *QP) fitsWhole(w *sendWQE) bool {
 	last := qp.req.psn.Add(n - 1)
 	return !qp.req.win.full(last, start) && last.Diff(qp.comp.psn) < boardBits/2
 }
+
+// The array's length is negative, and the package fails to compile,
+// unless ackEvery is at most 7/8 of the smallest window: the least that is
+// in flight when fitsWhole holds a message back.
+var _ [minWindow - minWindow/8 - ackEvery]struct{}
 
 // finishing reports whether the WQE being sent, a SEND or WRITE (RC's
 // requester or UC's), has sent some of its packets and has fewer than half
