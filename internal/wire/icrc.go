@@ -53,8 +53,14 @@ func (e *Envelope) IPv4() bool { return e.Src.Unmap().Is4() }
 // 0xFF bytes standing in for the LRH, the IP and UDP headers and the BTH with
 // their variant fields set to all ones, then the rest of b.
 func ICRC(e *Envelope, b []byte) uint32 {
+	return icrcWithID(e, e.IPID, b)
+}
+
+// icrcWithID is ICRC for the datagram e describes with IPv4
+// Identification id instead of e's.
+func icrcWithID(e *Envelope, id uint16, b []byte) uint32 {
 	bth := min(len(b), BTHSize)
-	s := startICRC(e, b[:bth], len(b))
+	s := startICRC(e, id, b[:bth], len(b))
 	s.Write(b[bth:])
 	return s.Sum()
 }
@@ -106,7 +112,7 @@ func (s *ICRCState) Sum() uint32 { return s.crc }
 // bytes, and seals with [Packet.SealICRCState], which adds the pad. p must
 // hold at least a BTH and a trailer (as [NewPacket] builds).
 func (p Packet) StartICRC(e *Envelope) ICRCState {
-	s := startICRC(e, p[:BTHSize], len(p)-ICRCSize)
+	s := startICRC(e, e.IPID, p[:BTHSize], len(p)-ICRCSize)
 	s.Write(p[BTHSize:p.Info().HeaderLen])
 	return s
 }
@@ -120,8 +126,10 @@ func (p Packet) SealICRCState(s ICRCState) {
 	binary.LittleEndian.PutUint32(p[end:], s.Sum())
 }
 
-// startICRC covers the pseudo-header and bth, the first bytes of a
-// transport packet of n bytes without trailer. bth is BTHSize bytes except
+// startICRC covers the pseudo-header, with IPv4 Identification id, and
+// bth, the first bytes of a transport packet of n bytes without trailer
+// (id is a parameter so that a receiver checking for ID 0 need not copy
+// the envelope: [Packet.CheckICRCGuessIPID]). bth is BTHSize bytes except
 // in a packet too short to hold one. A prepared envelope (icrc_prefix.go)
 // spares the pass over the IP and UDP headers.
 //
@@ -129,13 +137,13 @@ func (p Packet) SealICRCState(s ICRCState) {
 // slicing-by-8: hash/crc32 would make the buffer escape to the heap (it
 // calls through a function value), and on inputs this short it runs the
 // same slicing-by-8 anyway.
-func startICRC(e *Envelope, bth []byte, n int) ICRCState {
+func startICRC(e *Envelope, id uint16, bth []byte, n int) ICRCState {
 	var buf icrcScratch
 	udpLen := udpHeaderSize + n + ICRCSize
-	crc, ok := e.prefix.register(e, udpLen)
+	crc, ok := e.prefix.register(e, udpLen, id)
 	k := 0
 	if !ok {
-		crc, k = e.headers(&buf, uint16(ipv4HeaderSize+udpLen), uint16(udpLen), e.IPID)
+		crc, k = e.headers(&buf, uint16(ipv4HeaderSize+udpLen), uint16(udpLen), id)
 	}
 	m := copy(buf[k:], bth)
 	if m > bthECN {

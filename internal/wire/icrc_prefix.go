@@ -41,9 +41,9 @@ func (e *Envelope) Prepare() {
 }
 
 // register returns the register after the pseudo-LRH and the IP and UDP
-// headers of e's datagram with UDP length udpLen, and false if e is not
-// prepared (or changed since).
-func (c *icrcPrefix) register(e *Envelope, udpLen int) (uint32, bool) {
+// headers of e's datagram with UDP length udpLen and IPv4 Identification
+// id, and false if e is not prepared (or changed since).
+func (c *icrcPrefix) register(e *Envelope, udpLen int, id uint16) (uint32, bool) {
 	// Field by field: compared whole, the key takes a call to memequal.
 	k := &c.key
 	if !c.ok || k.src != e.Src || k.dst != e.Dst || k.srcPort != e.SrcPort ||
@@ -52,7 +52,7 @@ func (c *icrcPrefix) register(e *Envelope, udpLen int) (uint32, bool) {
 	}
 	u := uint16(udpLen)
 	if c.v4 {
-		t, tot, id := &prefixTerms4, u+ipv4HeaderSize, e.IPID
+		t, tot := &prefixTerms4, u+ipv4HeaderSize
 		return c.reg ^ t[0][tot>>8] ^ t[1][byte(tot)] ^ t[2][id>>8] ^ t[3][byte(id)] ^
 			t[4][u>>8] ^ t[5][byte(u)], true
 	}

@@ -76,9 +76,7 @@ func (p Packet) CheckICRCGuessIPID(e *Envelope, guess, alt uint16) (uint16, erro
 	if len(p) < BTHSize+ICRCSize || !e.IPv4() {
 		return 0, ErrBadICRC
 	}
-	z := *e
-	z.IPID = 0
-	t := p.ComputeICRC(&z) ^ p.ICRC()
+	t := icrcWithID(e, 0, p[:len(p)-ICRCSize]) ^ p.ICRC()
 	if t == 0 {
 		return 0, nil
 	}
