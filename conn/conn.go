@@ -138,6 +138,16 @@ type CoalescedReceiver interface {
 	RecvCoalesced(msgs []Message) (n int, err error)
 }
 
+// RunLimiter is implemented by a Bind that coalesces sends (UDPBind's
+// segmentation offload): consecutive datagrams of one size to one
+// address, the last maybe shorter, leave as one send, a run. RunLimit
+// returns how many datagrams of size bytes one run holds now; 1 when the
+// bind coalesces none. A sender that can choose where a burst ends ends it
+// where a run does: a run cut in two costs a second send.
+type RunLimiter interface {
+	RunLimit(size int) int
+}
+
 // SharedReceiver is implemented by a CoalescedReceiver whose receiving
 // another goroutine can share (UDPBind on Linux): besides the goroutine
 // in RecvCoalesced, which may wait, one that has reason to spin — a

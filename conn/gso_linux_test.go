@@ -400,3 +400,29 @@ func TestMessageDatagram(t *testing.T) {
 		}
 	}
 }
+
+// TestRunLimit: a bind that coalesces reports as many datagrams of a size
+// as it puts in one send (runLen's limits: 64 segments, 65 507 bytes);
+// one that does not, 1.
+func TestRunLimit(t *testing.T) {
+	t.Setenv(noOffloadEnv, "")
+	a, plain := listenWith(t, loop4, UDPOptions{}), listenWith(t, loop4, UDPOptions{NoOffload: true})
+	if gso, _ := a.Offload(); !gso {
+		t.Skip("no UDP GSO on this kernel")
+	}
+	for _, size := range []int{1, 40, 1024, 4112, 4128, 40000, 65507} {
+		msgs := make([]Message, 100)
+		for i := range msgs {
+			msgs[i] = Message{Buf: make([]byte, size), Addr: plain.LocalAddr()}
+		}
+		if got, want := a.RunLimit(size), runLen(msgs); got != want {
+			t.Errorf("RunLimit(%d) = %d; a send of them takes %d", size, got, want)
+		}
+		if got := plain.RunLimit(size); got != 1 {
+			t.Errorf("RunLimit(%d) = %d without offload, want 1", size, got)
+		}
+	}
+	if got := a.RunLimit(4112); got != 15 {
+		t.Errorf("RunLimit(4112) = %d, want 15 (a 4 KiB-MTU Middle packet)", got)
+	}
+}

@@ -299,6 +299,15 @@ func (b *UDPBind) segmentID(first uint16, j int) uint16 {
 	return first + uint16(j)
 }
 
+// RunLimit implements RunLimiter: the datagrams of size bytes one GSO
+// send carries, within the kernel's segment and byte limits (runLen's).
+func (b *UDPBind) RunLimit(size int) int {
+	if !b.gso.Load() || size <= 0 {
+		return 1
+	}
+	return max(1, min(maxGSOSegments, maxGSOBytes/size))
+}
+
 // runLen returns how many datagrams from msgs[0] can go out as one GSO
 // send: consecutive datagrams to one address, all of the first's size but
 // the last, which may be shorter (the rule of UDP_SEGMENT), within the

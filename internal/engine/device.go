@@ -47,9 +47,10 @@ type DeviceConfig struct {
 // Device is a software RDMA NIC bound to one link.
 type Device struct {
 	bind      conn.Bind
-	planner   conn.IPIDPlanner // the bind, if it plans IPv4 IDs (GSO)
-	flows     conn.FlowOpener  // the bind, if it sends by flows (and plans)
-	local     netip.AddrPort   // address and UDP port packets come from
+	planner   conn.IPIDPlanner   // the bind, if it plans IPv4 IDs (GSO)
+	runLimit  func(size int) int // the bind's RunLimit, if it coalesces sends; nil otherwise
+	flows     conn.FlowOpener    // the bind, if it sends by flows (and plans)
+	local     netip.AddrPort     // address and UDP port packets come from
 	activeMTU ib.MTU
 	mrs       *mem.Table
 	counters  counters
@@ -118,6 +119,7 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 	d := &Device{
 		bind:      cfg.Bind,
 		planner:   planner(cfg.Bind),
+		runLimit:  runLimit(cfg.Bind),
 		flows:     flows(cfg.Bind),
 		local:     netip.AddrPortFrom(local.Addr().Unmap(), local.Port()),
 		activeMTU: mtu,
@@ -142,6 +144,14 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 	go d.timerLoop()
 	go d.workerLoop()
 	return d, nil
+}
+
+// runLimit returns b's RunLimit if b coalesces sends (conn.RunLimiter).
+func runLimit(b conn.Bind) func(int) int {
+	if rl, ok := b.(conn.RunLimiter); ok {
+		return rl.RunLimit
+	}
+	return nil
 }
 
 // planner returns b as an IPIDPlanner if it is one.

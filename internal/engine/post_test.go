@@ -18,6 +18,7 @@ type countingBind struct {
 	conn.Bind
 	mu    sync.Mutex
 	sends []int
+	runs  int // RunLimit's cap if not 0
 }
 
 func (b *countingBind) Send(msgs []conn.Message) (int, error) {
@@ -25,6 +26,17 @@ func (b *countingBind) Send(msgs []conn.Message) (int, error) {
 	b.sends = append(b.sends, len(msgs))
 	b.mu.Unlock()
 	return b.Bind.Send(msgs)
+}
+
+// RunLimit makes the bind a conn.RunLimiter with a UDP socket's GSO
+// limits (64 datagrams, 65 507 bytes a send), or runs if set, so that
+// turns end where its runs would.
+func (b *countingBind) RunLimit(size int) int {
+	n := max(1, min(64, 65507/max(size, 1)))
+	if b.runs > 0 {
+		n = min(n, b.runs)
+	}
+	return n
 }
 
 // calls returns the datagrams of each Send so far.

@@ -316,7 +316,7 @@ func (qp *QP) turn() turnEnd {
 	// an empty queue, a paced stream (the timer resumes it) or a request
 	// waiting for the stream (its end resumes it).
 	end := turnDone
-	if budget == 0 {
+	if budget <= 0 { // a READ stream may go past it (readJoins)
 		end = turnMore
 	}
 	if qp.State() != ib.QPStateErr {
@@ -374,10 +374,8 @@ func (qp *QP) turn() turnEnd {
 // turn's packets coalesce into whole runs: at 64, a stream of 4 KiB
 // messages went to the kernel as 15+15+15+15+4 a turn; ib_write_bw 4 KiB
 // made 11 % fewer datagrams at 60 (counted), 3.11 → 3.23 GB/s (alternated,
-// pinned, medians of 5); 8 B and 64 KiB WRITEs unchanged. A turn that
-// finishes a message (finishing) still ends where the message does: a
-// 64 KiB SEND stream, whose packets are all one size, still goes as
-// 15+15+15+15+4.
+// pinned, medians of 5); 8 B and 64 KiB WRITEs unchanged. Past it a turn
+// still sends what joins its last run (extends, readJoins).
 const turnBudget = 60
 
 // armTimer registers the QP's earliest deadline with the device timer:

@@ -13,8 +13,8 @@ import (
 // timer and no completer. A local error completes the WQE with its status
 // and moves the QP to SQE, which flushes the send queue and leaves the
 // receive queue working (IBA 10.3.1); a modify to RTS resumes sending. As
-// RC's requester does, a turn finishes a short message it has begun past
-// its budget (finishing), so that a GSO link's runs are not cut.
+// RC's requester does, a turn goes past its budget while the next packet
+// would join the run the transmit batch ends with (extends).
 func (qp *QP) requestUnacked(now time.Time, budget int) (more bool) {
 	switch qp.State() {
 	case ib.QPStateRTS, ib.QPStateSQD:
@@ -25,8 +25,8 @@ func (qp *QP) requestUnacked(now time.Time, budget int) (more bool) {
 	default:
 		return false
 	}
-	qp.req.cur = qp.sq.Head() // where finishing looks
-	for ; budget > 0 || qp.finishing(); budget-- {
+	qp.req.cur = qp.sq.Head() // where extends looks
+	for ; budget > 0 || qp.extends(); budget-- {
 		w := qp.sq.Peek()
 		if w == nil {
 			return false
@@ -53,7 +53,7 @@ func (qp *QP) requestUnacked(now time.Time, budget int) (more bool) {
 			qp.req.cur = qp.sq.Head()
 		}
 	}
-	return qp.sq.Peek() != nil // finishing may have sent the last
+	return qp.sq.Peek() != nil // extends may have sent the last
 }
 
 // sendUCSegment sends the next packet of a UC SEND or WRITE

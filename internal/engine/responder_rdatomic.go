@@ -170,7 +170,7 @@ func (qp *QP) streamRead(now time.Time, budget int) int {
 		pace.startLong(r.length, qp.env.Dst.IsLoopback())
 	}
 	n := 0
-	for ; r.active && n < budget && pace.ready(now) && qp.ccAllows(now); n++ {
+	for ; r.active && (n < budget || qp.readJoins()) && pace.ready(now) && qp.ccAllows(now); n++ {
 		pace.begin(now, r.psn)
 		resid := r.length - r.off
 		pos := positionOf(r.started, resid, qp.mtu)
@@ -222,6 +222,17 @@ func (qp *QP) streamRead(now time.Time, budget int) int {
 		}
 	}
 	return n
+}
+
+// readJoins reports whether the READ stream's next response packet would
+// join the run the transmit batch ends with (see extends): past its
+// budget a turn sends it. A 64 KiB READ's responses then go as runs of a
+// Last, the next First and a Middle, and of 13 Middles.
+func (qp *QP) readJoins() bool {
+	r := &qp.resp.read
+	resid := r.length - r.off
+	pos := positionOf(r.started, resid, qp.mtu)
+	return qp.xmit.joins(wire.PacketLen(readResponseOpcodes[pos], int(min(resid, qp.mtu))))
 }
 
 // countResponse notes the READ response psn sent, counting it as

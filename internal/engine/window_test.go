@@ -436,10 +436,9 @@ func checkWholeSends(t *testing.T, when string, cb *countingBind, pkts []wire.Pa
 	return pkts
 }
 
-// TestResendKeepsTheBudget: a go-back-N resends in turns of the budget.
-// The messages after the one it resends from are sending again with
-// nothing sent, and a turn does not go past its budget to finish those,
-// only one it has begun.
+// TestResendKeepsTheBudget: a go-back-N resends in turns of the budget:
+// past it a turn goes on only to the end of its last run (extends), not
+// through every message the go-back-N set back to sending.
 func TestResendKeepsTheBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const msgs = 100
@@ -468,9 +467,10 @@ func TestResendKeepsTheBudget(t *testing.T) {
 		if again := r.sent(); len(again) != msgs-1 {
 			t.Fatalf("%d packets resent after a sequence NAK of the second, want %d", len(again), msgs-1)
 		}
+		limit := max(turnBudget, cb.RunLimit(len(first[1])))
 		for _, n := range cb.calls()[before:] {
-			if n > turnBudget {
-				t.Errorf("a Send of %d packets in the resend (Sends %v), more than a turn's budget of %d", n, cb.calls()[before:], turnBudget)
+			if n > limit {
+				t.Errorf("a Send of %d packets in the resend (Sends %v), more than a turn's budget of %d or a run", n, cb.calls()[before:], turnBudget)
 			}
 		}
 	})
@@ -523,6 +523,38 @@ func TestUCTurnSendsMessagesWhole(t *testing.T) {
 			if !bytes.Equal(p.Payload(), want[off:off+r.mtu.Bytes()]) {
 				t.Fatalf("packet %d: payload is not bytes %d-%d of the message", i, off, off+r.mtu.Bytes())
 			}
+		}
+	})
+}
+
+// TestTurnEndsWithItsRun: past its budget a turn goes on to the end of the
+// run it is sending and no further, inside a message if the run ends
+// there: 7-packet SENDs (all packets one size) on a link whose runs hold
+// 20 leave 60 packets in the first turn, not the 63 that end the ninth
+// message.
+func TestTurnEndsWithItsRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const msgs, npkts, runs = 12, 7, 20
+		r, cb := countingRig(t, msgs)
+		cb.runs = runs
+		wrs := make([]*SendWR, msgs)
+		for i := range wrs {
+			wrs[i] = r.writeWR(i, npkts)
+			wrs[i].Opcode = ib.WRSend
+			if i > 0 {
+				wrs[i-1].Next = wrs[i]
+			}
+		}
+		if n, err := r.qp.PostSend(wrs[0]); err != nil || n != msgs {
+			t.Fatalf("PostSend: %d of %d posted, %v", n, msgs, err)
+		}
+		pkts := r.sent()
+		calls := cb.calls()
+		if turnBudget%runs != 0 || len(calls) == 0 || calls[0] != turnBudget {
+			t.Fatalf("Sends %v: the first turn should end with its third run, %d packets", calls, turnBudget)
+		}
+		if op := pkts[turnBudget-1].Opcode(); op == wire.RCSendLast {
+			t.Errorf("the first turn ended with a SEND Last; its run ends inside a message")
 		}
 	})
 }

@@ -31,15 +31,20 @@ type xmitBatch struct {
 	sealed []uint16      // sealed[i]: the IPv4 ID packet i's ICRC is for
 	n      int
 	bytes  int64 // bytes queued since the QP was created, for congestion control
+	// The run the batch ends with, as a link that coalesces sends groups
+	// them (conn.RunLimiter): runLen packets of runSize bytes, of at most
+	// runMax, shut when its last was shorter.
+	runSize, runLen, runMax int
+	runShut                 bool
 }
 
 // init sizes the batch to hold a whole turn, a turnBudget of requests, the
-// rest of a short message (finishing) and a turnBudget of responses or
-// ACKs, and at least the link's batch: one Send per turn, which the link
-// splits into system calls as it must (a GSO link carries up to a few
-// hundred packets in one).
+// rest of their last run (extends) and a turnBudget of responses or ACKs,
+// and at least the link's batch: one Send per turn, which the link splits
+// into system calls as it must (a GSO link carries up to a few hundred
+// packets in one). A run longer than a turnBudget is cut by a flush.
 func (x *xmitBatch) init(linkBatch int) {
-	size := max(linkBatch, 2*turnBudget+turnBudget/2)
+	size := max(linkBatch, 3*turnBudget)
 	x.msgs = make([]conn.Message, size)
 	x.bufs = make([]*pktBuf, size)
 	x.pkts = make([]wire.Packet, size)
@@ -122,6 +127,27 @@ func (x *xmitBatch) add(qp *QP, p wire.Packet) {
 	x.bytes += int64(len(p))
 	x.sealed[x.n] = qp.env.IPID
 	x.n++
+	x.extendRun(len(p), qp.dev.runLimit)
+}
+
+// extendRun notes a packet of size bytes added at the end of the batch.
+// The link's limit is asked once a run, when it starts.
+func (x *xmitBatch) extendRun(size int, limit func(int) int) {
+	if limit == nil {
+		return
+	}
+	if x.runLen == 0 || x.runShut || size > x.runSize || x.runLen >= x.runMax {
+		x.runSize, x.runLen, x.runMax, x.runShut = size, 1, limit(size), false
+		return
+	}
+	x.runLen++
+	x.runShut = size < x.runSize
+}
+
+// joins reports whether a packet of size bytes added now would join the
+// run the batch ends with, and the batch has room for it.
+func (x *xmitBatch) joins(size int) bool {
+	return x.runLen > 0 && !x.runShut && size <= x.runSize && x.runLen < x.runMax && x.n < len(x.msgs)
 }
 
 // abort frees the buffer of a packet started but not queued.
@@ -191,5 +217,5 @@ func (x *xmitBatch) discard() {
 		x.refs[i].Release()
 		x.msgs[i] = conn.Message{}
 	}
-	x.n = 0
+	x.n, x.runLen = 0, 0
 }
