@@ -87,8 +87,12 @@ func (b *board) reset() {
 // lost READ response stalls nothing while it is asked for again; the span
 // from comp.psn stays within half the scoreboard, so what is asked next
 // can be placed.
-func (qp *QP) windowFull() bool {
-	return qp.req.win.full(qp.req.psn, qp.windowStart()) || qp.req.psn.Diff(qp.comp.psn) >= boardBits/2
+func (qp *QP) windowFull() bool { return qp.windowFullAt(qp.req.psn) }
+
+// windowFullAt is windowFull for a packet at psn (fitsWhole asks it of a
+// message's last).
+func (qp *QP) windowFullAt(psn wire.PSN) bool {
+	return qp.req.win.full(psn, qp.windowStart()) || psn.Diff(qp.comp.psn) >= boardBits/2
 }
 
 // windowStart is the PSN the send window counts from: the first not

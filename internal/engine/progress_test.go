@@ -33,22 +33,7 @@ func withSharedLink(cfg *DeviceConfig, _ *QPCap) {
 }
 
 // pump moves what the link receives to ready, until it closes.
-func (l *sharedLink) pump() {
-	msgs := make([]conn.Message, 8)
-	for i := range msgs {
-		msgs[i].Buf = make([]byte, pktBufSize)
-	}
-	for {
-		n, err := l.Bind.Recv(msgs)
-		if err != nil {
-			return
-		}
-		for _, m := range msgs[:n] {
-			m.Buf = append([]byte(nil), m.Buf[:m.N]...)
-			l.ready <- m
-		}
-	}
-}
+func (l *sharedLink) pump() { receiveEach(l.Bind, func(m conn.Message) { l.ready <- m }) }
 
 func (l *sharedLink) Coalesces() bool           { return true }
 func (l *sharedLink) SetRecvGate(g *sync.Mutex) { l.gate = g }

@@ -111,12 +111,10 @@ func (qp *QP) fitsWhole(w *sendWQE) bool {
 	if n == 1 || n > qp.req.win.size/8 || w.isLocal() || w.isReadAtomic() {
 		return true
 	}
-	start := qp.windowStart()
-	if qp.req.psn == start {
+	if qp.req.psn == qp.windowStart() {
 		return true // nothing in flight: no acknowledgement would widen it
 	}
-	last := qp.req.psn.Add(n - 1)
-	return !qp.req.win.full(last, start) && last.Diff(qp.comp.psn) < boardBits/2
+	return !qp.windowFullAt(qp.req.psn.Add(n - 1))
 }
 
 // The array's length is negative, and the package fails to compile,
@@ -138,9 +136,8 @@ func (qp *QP) extends() bool {
 	if w.state != wqeSending || w.sent == 0 || w.isReadAtomic() {
 		return false
 	}
-	resid := w.length - w.sent
-	op := rcOpcodes[w.opcode][positionOf(true, resid, qp.mtu)] + wire.Opcode(qp.kind.transport)
-	return qp.xmit.joins(wire.PacketLen(op, int(min(resid, qp.mtu))))
+	op, _, n := qp.nextSegment(w)
+	return qp.xmit.joins(wire.PacketLen(op, int(n)))
 }
 
 // catchUp applies what the completer reported since the requester last
@@ -372,15 +369,22 @@ func (qp *QP) queuePayload(w *sendWQE, p wire.Packet, e *wire.Envelope, dst *net
 	return true
 }
 
+// nextSegment returns the opcode, message position and payload length of
+// the next packet of a SEND or RDMA WRITE (sendSegment's, and what extends
+// sizes).
+func (qp *QP) nextSegment(w *sendWQE) (op wire.Opcode, pos position, n uint32) {
+	resid := w.length - w.sent
+	pos = positionOf(w.sent > 0, resid, qp.mtu)
+	return rcOpcodes[w.opcode][pos] + wire.Opcode(qp.kind.transport), pos, min(resid, qp.mtu)
+}
+
 // sendSegment sends the next packet of a SEND or RDMA WRITE message, whose
 // opcode follows from the message position (doc/protocol.md §5.2); a UC
 // QP's opcodes are RC's plus 0x20 and ask for no ACK (§13.1).
 func (qp *QP) sendSegment(w *sendWQE, f *wire.BTHFields) bool {
-	resid := w.length - w.sent
-	pos := positionOf(w.sent > 0, resid, qp.mtu)
-	n := min(resid, qp.mtu)
+	op, pos, n := qp.nextSegment(w)
 	last := pos == posLast || pos == posOnly
-	f.Opcode = rcOpcodes[w.opcode][pos] + wire.Opcode(qp.kind.transport)
+	f.Opcode = op
 	f.AckRequest = qp.kind.acked && (qp.req.noAck >= ackEvery || last && qp.ackWanted())
 	f.SolicitedEvent = last && w.flags&ib.SendSolicited != 0 && (w.isSend() || w.opcode == ib.WRRDMAWriteWithImm)
 	p := qp.xmit.start(qp, f, int(n))

@@ -172,9 +172,7 @@ func (qp *QP) streamRead(now time.Time, budget int) int {
 	n := 0
 	for ; r.active && (n < budget || qp.readJoins()) && pace.ready(now) && qp.ccAllows(now); n++ {
 		pace.begin(now, r.psn)
-		resid := r.length - r.off
-		pos := positionOf(r.started, resid, qp.mtu)
-		size := min(resid, qp.mtu)
+		pos, size := r.next(qp.mtu)
 		f := qp.bth(readResponseOpcodes[pos], r.psn)
 		p := qp.xmit.start(qp, &f, int(size))
 		if h := p.AETH(); h != nil {
@@ -229,10 +227,15 @@ func (qp *QP) streamRead(now time.Time, budget int) int {
 // budget a turn sends it. A 64 KiB READ's responses then go as runs of a
 // Last, the next First and a Middle, and of 13 Middles.
 func (qp *QP) readJoins() bool {
-	r := &qp.resp.read
+	pos, size := qp.resp.read.next(qp.mtu)
+	return qp.xmit.joins(wire.PacketLen(readResponseOpcodes[pos], int(size)))
+}
+
+// next returns the message position and payload length of the stream's
+// next response packet.
+func (r *readStream) next(mtu uint32) (pos position, size uint32) {
 	resid := r.length - r.off
-	pos := positionOf(r.started, resid, qp.mtu)
-	return qp.xmit.joins(wire.PacketLen(readResponseOpcodes[pos], int(min(resid, qp.mtu))))
+	return positionOf(r.started, resid, mtu), min(resid, mtu)
 }
 
 // countResponse notes the READ response psn sent, counting it as

@@ -43,20 +43,29 @@ func newPktRigType(t *testing.T, typ ib.QPType, tweaks ...rigTweak) *pktRig {
 
 // collect copies every packet the peer receives until the peer closes.
 func (r *pktRig) collect() {
+	receiveEach(r.peer, func(m conn.Message) {
+		r.mu.Lock()
+		r.out = append(r.out, wire.Packet(m.Buf))
+		r.mu.Unlock()
+	})
+}
+
+// receiveEach hands each datagram b receives to each, copied (Buf holds
+// its N bytes), until b closes.
+func receiveEach(b conn.Bind, each func(m conn.Message)) {
 	msgs := make([]conn.Message, 8)
 	for i := range msgs {
 		msgs[i].Buf = make([]byte, pktBufSize)
 	}
 	for {
-		n, err := r.peer.Recv(msgs)
+		n, err := b.Recv(msgs)
 		if err != nil {
 			return
 		}
-		r.mu.Lock()
-		for i := range n {
-			r.out = append(r.out, wire.Packet(bytes.Clone(msgs[i].Buf[:msgs[i].N])))
+		for _, m := range msgs[:n] {
+			m.Buf = bytes.Clone(m.Buf[:m.N])
+			each(m)
 		}
-		r.mu.Unlock()
 	}
 }
 
