@@ -96,11 +96,20 @@ func TestConcurrentAcquireDeregister(t *testing.T) {
 	var issued [slots + 1]atomic.Uint64
 	var wg sync.WaitGroup
 	var hits atomic.Int64
+	// The readers start once a key is out: on a loaded machine they could
+	// otherwise run all their iterations before the churn issued any, and
+	// none would succeed (seen once under a parallel go test ./...).
+	keyOut := make(chan struct{})
 
 	for w := range readers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			select {
+			case <-keyOut:
+			case <-t.Context().Done():
+				return
+			}
 			rng := rand.New(rand.NewPCG(uint64(w), 1))
 			for range iters {
 				v := issued[1+rng.IntN(slots)].Load()
@@ -166,6 +175,9 @@ func TestConcurrentAcquireDeregister(t *testing.T) {
 			break
 		}
 		issued[idx].Store(uint64(r.Key())<<32 | uint64(round))
+		if round == 1 {
+			close(keyOut)
+		}
 	}
 	<-readersDone
 	for _, r := range live {
