@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goverbs/goverbs/conn"
 	"github.com/goverbs/goverbs/conn/memconn"
 	"github.com/goverbs/goverbs/internal/leakcheck"
 	"github.com/goverbs/goverbs/verbs"
@@ -60,6 +61,9 @@ type Options struct {
 	// CompChannel gives each side a completion channel (Side.Chan) on
 	// which both its CQs are created.
 	CompChannel bool
+	// Binds, if set, are the links of sides A and B
+	// (verbs.DeviceConfig.Bind), in place of Link's.
+	Binds *[2]conn.Bind
 }
 
 // Side is one end of a Pair.
@@ -99,8 +103,10 @@ func New(tb testing.TB, o Options) *Pair {
 	leakcheck.Check(tb)
 	p := &Pair{}
 	var cfgA, cfgB verbs.DeviceConfig
-	switch o.Link {
-	case Mem:
+	switch {
+	case o.Binds != nil:
+		cfgA, cfgB = verbs.DeviceConfig{Bind: o.Binds[0]}, verbs.DeviceConfig{Bind: o.Binds[1]}
+	case o.Link == Mem:
 		p.Net = memconn.NewNetwork(memconn.Options{Impairments: o.Impairments})
 		a, err := p.Net.Listen(netip.MustParseAddrPort("10.0.0.1:4791"))
 		if err != nil {
@@ -111,7 +117,7 @@ func New(tb testing.TB, o Options) *Pair {
 			tb.Fatal(err)
 		}
 		cfgA, cfgB = verbs.DeviceConfig{Bind: a}, verbs.DeviceConfig{Bind: b}
-	case UDP:
+	case o.Link == UDP:
 		lo := netip.MustParseAddrPort("127.0.0.1:0") // ephemeral ports
 		cfgA, cfgB = verbs.DeviceConfig{Addr: lo, BusyPoll: o.BusyPoll}, verbs.DeviceConfig{Addr: lo, BusyPoll: o.BusyPoll}
 	}
