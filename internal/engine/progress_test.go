@@ -174,3 +174,32 @@ func TestSettleOwed(t *testing.T) {
 		checkOut(t, r.sent(), []out{ack(0, 1)})
 	})
 }
+
+// TestSettleOwedAfterAnswer: once a post's turn has sent the answer with
+// the ACK owed, SettleOwed runs no turn of the QP (it would find nothing
+// to do), and the ACK went once.
+func TestSettleOwedAfterAnswer(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	synctest.Test(t, func(t *testing.T) {
+		r := newPktRig(t, withSharedLink)
+		turns := 0
+		turn := r.qp.task.turn
+		r.qp.task.turn = func() turnEnd { turns++; return turn() }
+		r.inject(t, &pkt{op: wire.RCSendOnly, psn: 0, ack: true, payload: []byte("one")})
+		synctest.Wait()
+		if got, _ := r.dev.Progress(); !got {
+			t.Fatal("Progress received nothing")
+		}
+		if _, err := r.qp.PostSend(sends(1)(r)); err != nil {
+			t.Fatal(err)
+		}
+		if turns != 2 {
+			t.Fatalf("%d turns for the request and the answer, want 2", turns)
+		}
+		r.dev.SettleOwed()
+		if turns != 2 {
+			t.Errorf("SettleOwed ran %d more turns after the answer sent the ACK, want none", turns-2)
+		}
+		checkOut(t, r.sent(), []out{ack(0, 1), sendOnly(0, 0)})
+	})
+}

@@ -36,6 +36,11 @@ type QP struct {
 	sqSigAll bool
 	srq      *SRQ // receive WQEs come from it, if set
 	task     task
+	// owing is set while the QP is owed a turn (Device.owe): a turn
+	// Progress ran ended for the poller to answer, and none has run
+	// since. The turn that runs next clears it, and SettleOwed then
+	// schedules no other.
+	owing atomic.Bool
 
 	state atomic.Uint32                  // ib.QPState
 	peer  atomic.Pointer[netip.AddrPort] // where packets go; set at RTR (connected services)
@@ -254,6 +259,7 @@ func (qp *QP) dropInbound() {
 func (qp *QP) turn() turnEnd {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
+	qp.owing.Store(false)
 	if qp.destroyed {
 		return turnDone
 	}
