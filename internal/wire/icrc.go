@@ -220,13 +220,20 @@ var (
 )
 
 // slicing8 advances the register crc (no final XOR) over b, eight bytes a
-// step.
+// step, then four, then one. The pieces of a short packet's ICRC (a BTH of
+// 12 bytes, an AETH of 4) mostly end in four bytes, which one step of four
+// lookups takes in place of a chain of four dependent ones.
 func slicing8(crc uint32, b []byte) uint32 {
 	t := &icrcTab
 	for ; len(b) >= 8; b = b[8:] {
 		crc ^= binary.LittleEndian.Uint32(b)
 		crc = t[0][b[7]] ^ t[1][b[6]] ^ t[2][b[5]] ^ t[3][b[4]] ^
 			t[4][crc>>24] ^ t[5][crc>>16&0xff] ^ t[6][crc>>8&0xff] ^ t[7][crc&0xff]
+	}
+	if len(b) >= 4 {
+		crc ^= binary.LittleEndian.Uint32(b)
+		crc = t[0][crc>>24] ^ t[1][crc>>16&0xff] ^ t[2][crc>>8&0xff] ^ t[3][crc&0xff]
+		b = b[4:]
 	}
 	for _, c := range b {
 		crc = t[0][byte(crc)^c] ^ crc>>8
