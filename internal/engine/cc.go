@@ -57,22 +57,22 @@ type congestion struct {
 	marked atomic.Uint32 // CE-marked packets received for this QP
 
 	// Notification point.
-	cnpsSeen   uint32    // cnps acted on
-	markedSeen uint32    // marks answered
-	lastCNP    time.Time // when the last CNP was sent
+	cnpsSeen   uint32  // cnps acted on
+	markedSeen uint32  // marks answered
+	lastCNP    instant // when the last CNP was sent
 
 	// Reaction point. The rate is the bucket's (0: unlimited); target is
 	// the rate before the last cut, α the share of marks, in 1/65536.
 	bucket    pacer
 	target    int64
 	alpha     int64
-	lastCut   time.Time
-	lastAlpha time.Time // α's last decay, or the last CNP
-	lastStage time.Time // the last increase stage, or the last cut
-	stage     int       // increase stages since the last cut
+	lastCut   instant
+	lastAlpha instant // α's last decay, or the last CNP
+	lastStage instant // the last increase stage, or the last cut
+	stage     int     // increase stages since the last cut
 	// The send rate, sampled while unlimited: the first cut starts from it.
 	charged     int64 // xmit bytes already charged to the bucket
-	sampleStart time.Time
+	sampleStart instant
 	sampleFrom  int64
 	sampleRate  int64
 }
@@ -107,7 +107,7 @@ func (d *Device) noteECN(qp *QP, m *conn.Message) {
 // congest runs the QP's congestion control in its turn: it answers new
 // marks with a CNP, cuts the rate for new CNPs and raises it as time
 // passes without them.
-func (qp *QP) congest(now time.Time) {
+func (qp *QP) congest(now instant) {
 	c := &qp.cc
 	if !c.on {
 		return
@@ -135,7 +135,7 @@ func (qp *QP) sendCNP() {
 }
 
 // sample measures the send rate while it is unlimited.
-func (c *congestion) sample(now time.Time, sent int64) {
+func (c *congestion) sample(now instant, sent int64) {
 	if c.bucket.rate != 0 {
 		return
 	}
@@ -152,7 +152,7 @@ func (c *congestion) sample(now time.Time, sent int64) {
 // cut lowers the rate for a CNP: α grows towards 1, the rate before the
 // cut becomes the target and the rate is cut by α/2 (DCQCN), once per
 // ccReducePeriod. sent is what the QP has sent so far.
-func (c *congestion) cut(now time.Time, sent int64) {
+func (c *congestion) cut(now instant, sent int64) {
 	c.alpha += (ccAlphaOne - c.alpha) >> ccAlphaShift
 	c.lastAlpha = now
 	if !c.lastCut.IsZero() && now.Sub(c.lastCut) < ccReducePeriod {
@@ -171,7 +171,7 @@ func (c *congestion) cut(now time.Time, sent int64) {
 }
 
 // raise decays α and steps the rate up for the time without CNPs.
-func (c *congestion) raise(now time.Time) {
+func (c *congestion) raise(now instant) {
 	if c.bucket.rate == 0 {
 		return
 	}
@@ -198,7 +198,7 @@ func (c *congestion) raise(now time.Time) {
 // once.
 func (c *congestion) setRate(rate int64) {
 	if rate >= paceMaxRate {
-		c.bucket, c.sampleStart = pacer{}, time.Time{}
+		c.bucket, c.sampleStart = pacer{}, 0
 		return
 	}
 	c.bucket.rate, c.bucket.burst = rate, ccBurst
@@ -207,7 +207,7 @@ func (c *congestion) setRate(rate int64) {
 
 // ccAllows charges what the QP sent since it last looked to the bucket and
 // reports whether the rate lets it send now.
-func (qp *QP) ccAllows(now time.Time) bool {
+func (qp *QP) ccAllows(now instant) bool {
 	c := &qp.cc
 	if c.bucket.rate == 0 {
 		return true

@@ -19,10 +19,10 @@ import (
 // turn. The one field both write is deadline: the requester arms the timer
 // when it sends, the completer pushes it out or clears it.
 type completer struct {
-	psn      wire.PSN  // next response PSN expected
-	retryCnt uint8     // retries left after timeouts and sequence NAKs
-	rnrRetry uint8     // retries left after RNR NAKs
-	deadline time.Time // local ACK timeout; zero when nothing is outstanding
+	psn      wire.PSN // next response PSN expected
+	retryCnt uint8    // retries left after timeouts and sequence NAKs
+	rnrRetry uint8    // retries left after RNR NAKs
+	deadline instant  // local ACK timeout; zero when nothing is outstanding
 	// retrying is set while a go-back-N started by a NAK or a lost
 	// response is under way: the duplicates it provokes must not start
 	// another one (rxe: started_retry). Progress or a timeout ends it.
@@ -30,8 +30,8 @@ type completer struct {
 	// resends counts the go-back-N retransmissions asked of the requester;
 	// it rewinds to psn when it has made fewer (requester.resends).
 	resends      uint32
-	rnrUntil     time.Time // after an RNR NAK, nothing is sent before this
-	rdAtomicDone uint32    // READ and atomic WQEs completed (see requester.rdAtomicStarted)
+	rnrUntil     instant // after an RNR NAK, nothing is sent before this
+	rdAtomicDone uint32  // READ and atomic WQEs completed (see requester.rdAtomicStarted)
 	// READ recovery (completer_read.go): the responses placed past psn,
 	// one past the highest PSN a response acknowledged, the asks raised
 	// for the requester (sendWQE.ask), when a gap next outlives the
@@ -39,7 +39,7 @@ type completer struct {
 	board   board
 	ackNext wire.PSN
 	asks    uint32
-	lossAt  time.Time
+	lossAt  instant
 	srtt    time.Duration
 	// resendFrom, when resendSet, is where the next go-back-N starts
 	// instead of psn (seqNAKPastRead): the requests before it arrived.
@@ -50,7 +50,7 @@ type completer struct {
 	resendSet  bool
 	// The tail probe (probe.go): when it is due, the probes raised for
 	// the requester, and the flight last probed.
-	probeAt  time.Time
+	probeAt  instant
 	probes   uint32
 	probed   bool
 	probedTo wire.PSN
@@ -60,7 +60,7 @@ type completer struct {
 func (c *completer) reload(a *QPAttr) { c.retryCnt, c.rnrRetry = a.RetryCnt, a.RNRRetry }
 
 // startTimer arms the local ACK timeout if it is not running.
-func (c *completer) startTimer(now time.Time, a *QPAttr) {
+func (c *completer) startTimer(now instant, a *QPAttr) {
 	if c.deadline.IsZero() {
 		c.restartTimer(now, a)
 	}
@@ -68,7 +68,7 @@ func (c *completer) startTimer(now time.Time, a *QPAttr) {
 
 // restartTimer pushes the local ACK timeout one period out (IBA 9.7.6.1.3);
 // timeout 0 disables it.
-func (c *completer) restartTimer(now time.Time, a *QPAttr) {
+func (c *completer) restartTimer(now instant, a *QPAttr) {
 	if d, _ := ib.LocalACKTimeout(a.Timeout); d > 0 {
 		c.deadline = now.Add(d)
 	}
@@ -137,7 +137,7 @@ func (s compPhase) String() string { return compPhaseNames[s] }
 type compCtx struct {
 	p   wire.Packet
 	psn wire.PSN
-	now time.Time
+	now instant
 	w   *sendWQE  // oldest WQE the response has not implicitly acknowledged
 	nak bool      // an RNR NAK, a NAK or a reserved syndrome: no counter reload
 	err compError // for compFail
@@ -147,7 +147,7 @@ type compCtx struct {
 }
 
 // complete handles one response packet: a driver loop over the phases.
-func (qp *QP) complete(p wire.Packet, now time.Time) {
+func (qp *QP) complete(p wire.Packet, now instant) {
 	c := compCtx{p: p, psn: p.BTH().PSN(), now: now, before: qp.comp.psn, wasRetrying: qp.comp.retrying}
 	for ph := compCheckPSN; ; {
 		if qp.trace != nil {
@@ -387,7 +387,7 @@ func (qp *QP) compUpdate(c *compCtx) {
 		}
 	}
 	if qp.comp.psn == qp.req.maxPSN {
-		qp.comp.deadline = time.Time{}
+		qp.comp.deadline = 0
 	}
 }
 

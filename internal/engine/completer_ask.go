@@ -17,7 +17,7 @@ import (
 // what it shows may prove one lost. contiguous says the response before
 // psn is in, which a response a network moved ahead of its neighbours
 // lacks.
-func (qp *QP) noteAhead(x *sendWQE, psn wire.PSN, contiguous bool, now time.Time) {
+func (qp *QP) noteAhead(x *sendWQE, psn wire.PSN, contiguous bool, now instant) {
 	for i := qp.sq.Head(); i != qp.req.cur && i != qp.sq.Tail(); i++ {
 		w := qp.sq.At(i)
 		if w.opcode == ib.WRRDMARead && w.got.LessEq(w.lastPSN) && w.got.Less(psn) {
@@ -34,7 +34,7 @@ func (qp *QP) noteAhead(x *sendWQE, psn wire.PSN, contiguous bool, now time.Time
 
 // notePassed takes an ACK or NAK for psn: every READ before it has been
 // answered in full.
-func (qp *QP) notePassed(psn wire.PSN, now time.Time) {
+func (qp *QP) notePassed(psn wire.PSN, now instant) {
 	for i := qp.sq.Head(); i != qp.req.cur && i != qp.sq.Tail(); i++ {
 		w := qp.sq.At(i)
 		if !w.lastPSN.Less(psn) {
@@ -55,7 +55,7 @@ func (qp *QP) notePassed(psn wire.PSN, now time.Time) {
 // request sent after the ask, which the responder answers later (and
 // failing both, askWait). The rest of the first stream, or of an earlier
 // answer, says nothing of it.
-func (qp *QP) evidence(w, x *sendWQE, psn wire.PSN, contiguous bool, now time.Time) {
+func (qp *QP) evidence(w, x *sendWQE, psn wire.PSN, contiguous bool, now instant) {
 	switch w.ask {
 	case askNone:
 		if w.passAt.IsZero() {
@@ -104,7 +104,7 @@ func (qp *QP) gotTo(w *sendWQE, psn wire.PSN) {
 	}
 	switch {
 	case !w.passed && !psn.Less(w.hi):
-		w.passAt = time.Time{} // nothing is known past the new gap
+		w.passAt = 0 // nothing is known past the new gap
 	case answered:
 		qp.askRead(w)
 	case !w.passAt.IsZero():
@@ -130,7 +130,7 @@ func (qp *QP) askRead(w *sendWQE) {
 
 // armLoss notes when a gap seen passed becomes a loss by the reorder
 // window.
-func (c *completer) armLoss(at time.Time) {
+func (c *completer) armLoss(at instant) {
 	if c.lossAt.IsZero() || at.Before(c.lossAt) {
 		c.lossAt = at
 	}
@@ -138,16 +138,16 @@ func (c *completer) armLoss(at time.Time) {
 
 // checkGaps asks again for the READs whose gap has outlived the reorder
 // window since the stream was seen past it, and arms the next check.
-func (qp *QP) checkGaps(now time.Time) {
+func (qp *QP) checkGaps(now instant) {
 	c := &qp.comp
 	if c.lossAt.IsZero() || now.Before(c.lossAt) {
 		return
 	}
-	c.lossAt = time.Time{}
+	c.lossAt = 0
 	win, wait := qp.reorderWindow(), qp.askWait()
 	for i := qp.sq.Head(); i != qp.req.cur && i != qp.sq.Tail(); i++ {
 		w := qp.sq.At(i)
-		var at time.Time
+		var at instant
 		switch {
 		case w.opcode != ib.WRRDMARead || w.lastPSN.Less(w.got):
 			continue
@@ -207,12 +207,12 @@ func (qp *QP) reorderWindow() time.Duration {
 // an eighth of each sample). Not the smallest: a network that reorders
 // moves some answers a whole delay ahead (netem sends them at once), and
 // a window or probe time set by those fires on every other answer.
-func (qp *QP) sampleRTT(x *sendWQE, psn wire.PSN, now time.Time) {
+func (qp *QP) sampleRTT(x *sendWQE, psn wire.PSN, now instant) {
 	if psn != x.firstPSN || x.sentAt.IsZero() {
 		return
 	}
 	qp.comp.smooth(now.Sub(x.sentAt))
-	x.sentAt = time.Time{}
+	x.sentAt = 0
 }
 
 // smooth takes a round-trip sample into srtt.
@@ -231,7 +231,7 @@ func (c *completer) smooth(d time.Duration) {
 // duplicates of requests the responder has executed, so neither the
 // window nor max_rd_atomic holds them back; they count as retries and
 // take the window back as a go-back-N does.
-func (qp *QP) sendAsks(now time.Time) {
+func (qp *QP) sendAsks(now instant) {
 	if qp.req.asks == qp.comp.asks {
 		return
 	}
@@ -251,7 +251,7 @@ func (qp *QP) sendAsks(now time.Time) {
 		qp.req.seq++
 		// Karn: a response may now answer either request, so it measures
 		// no round trip.
-		w.ask, w.askAt, w.askSeq, w.sentAt = askSent, now, qp.req.seq, time.Time{}
+		w.ask, w.askAt, w.askSeq, w.sentAt = askSent, now, qp.req.seq, 0
 		qp.dev.counters.inc(RetransmittedPkts)
 		qp.dev.counters.inc(CompleterRetryErr)
 		qp.req.win.loss(w.askFrom, qp.req.maxPSN)

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"time"
-
 	"github.com/goverbs/goverbs/internal/ib"
 	"github.com/goverbs/goverbs/internal/wire"
 )
@@ -86,7 +84,7 @@ func (qp *QP) compRNRNAK(c *compCtx) compPhase {
 	qp.comp.rnrUntil = c.now.Add(c.p.AETH().Syndrome().RNRTimer().Duration())
 	// The NAK answered what the timer was waiting for; the resend after
 	// the wait starts it again, so the wait never eats into the timeout.
-	qp.comp.deadline = time.Time{}
+	qp.comp.deadline = 0
 	qp.resend()
 	return compUpdate
 }
@@ -96,7 +94,7 @@ func (qp *QP) compRNRNAK(c *compCtx) compPhase {
 // is dropped, and the resend after the wait starts the timer again. What
 // counts is when it expired, not when the turn got to it: a turn that runs
 // late must not turn the wait's timeout into a retry.
-func (qp *QP) checkTimers(now time.Time) {
+func (qp *QP) checkTimers(now instant) {
 	qp.checkGaps(now)
 	qp.checkProbe(now)
 	qp.checkStall(now)
@@ -104,7 +102,7 @@ func (qp *QP) checkTimers(now time.Time) {
 	if d.IsZero() || now.Before(d) {
 		return
 	}
-	qp.comp.deadline = time.Time{}
+	qp.comp.deadline = 0
 	if d.Before(qp.comp.rnrUntil) || qp.comp.psn == qp.req.maxPSN {
 		return
 	}
@@ -120,7 +118,7 @@ func (qp *QP) checkTimers(now time.Time) {
 // retry starts a go-back-N retransmission, if retries are left; it reports
 // compRetryExceeded when none are. Only a timeout may start one while
 // another is under way.
-func (qp *QP) retry(now time.Time, timeout bool) compError {
+func (qp *QP) retry(now instant, timeout bool) compError {
 	if qp.oldest() == nil || (qp.comp.retrying && !timeout) {
 		return compOK
 	}

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"time"
-
 	"github.com/goverbs/goverbs/internal/ib"
 )
 
@@ -14,7 +12,7 @@ func (qp *QP) flush() {
 	qpn := ib.QPN(qp.qpn)
 	qp.flushSend()
 	qp.req = requester{psn: qp.req.maxPSN, maxPSN: qp.req.maxPSN, cur: qp.sq.Head()}
-	qp.comp.deadline = time.Time{}
+	qp.comp.deadline = 0
 	if qp.resp.haveWQE {
 		wc := WC{WRID: qp.resp.wqe.wrID, Status: ib.WCWRFlushErr, Opcode: ib.WCRecv, QPNum: qpn}
 		qp.recvCQ.push(&wc)
@@ -29,7 +27,7 @@ func (qp *QP) flush() {
 	qp.resp.read.active, qp.resp.readQ = false, readQueue{}
 	qp.resp.stash.clear()
 	qp.comp.board.reset()
-	qp.comp.lossAt, qp.comp.probeAt, qp.resp.stallAt = time.Time{}, time.Time{}, time.Time{}
+	qp.comp.lossAt, qp.comp.probeAt, qp.resp.stallAt = 0, 0, 0
 	qp.dropInbound()
 	qp.lastWQEReached()
 }

@@ -58,7 +58,7 @@ type pacer struct {
 	burst  time.Duration // how long a full bucket sends at the rate; 0: paceBurst
 	incr   int64         // additive increase, bytes per second per second
 	tokens int64         // bytes that may be sent now; negative when overdrawn
-	last   time.Time     // when tokens were last credited
+	last   instant       // when tokens were last credited
 	// waiting is set while a stream waits for tokens: what a late wake-up
 	// owes it is credited beyond the bucket's depth, since the receiver
 	// kept draining meanwhile.
@@ -66,23 +66,23 @@ type pacer struct {
 	// The epoch: sending since the streams last started from idle or the
 	// last loss. A loss estimates the receiver's rate from it; it outlives
 	// the streams, as a READ asked again comes after its responses.
-	epoch   time.Time
-	from    wire.PSN  // of the epoch's first response
-	sent    int64     // bytes sent in the epoch
-	running bool      // streams have been sending since the epoch began
-	lastAt  time.Time // when the epoch's last response was sent
+	epoch   instant
+	from    wire.PSN // of the epoch's first response
+	sent    int64    // bytes sent in the epoch
+	running bool     // streams have been sending since the epoch began
+	lastAt  instant  // when the epoch's last response was sent
 	// good is the last rate a confirmation showed kept up with
 	// (pace_start.go).
 	good int64
 	// What the next confirmation weighs: bytes sent since the last one
 	// (or a loss), from when the first of them was.
-	cStart time.Time
+	cStart instant
 	cBytes int64
 }
 
 // begin starts an epoch at the response psn, unless the streams are
 // running, and notes that a response is sent now.
-func (p *pacer) begin(now time.Time, psn wire.PSN) {
+func (p *pacer) begin(now instant, psn wire.PSN) {
 	if !p.running {
 		p.epoch, p.from, p.sent, p.running = now, psn, 0, true
 	}
@@ -109,7 +109,7 @@ func (p *pacer) depth() int64 {
 
 // ready credits the time since the last credit and reports whether a
 // packet may be sent now.
-func (p *pacer) ready(now time.Time) bool {
+func (p *pacer) ready(now instant) bool {
 	if p.rate == 0 {
 		return true
 	}
@@ -153,7 +153,7 @@ func (p *pacer) spend(n int) {
 // wake-up then sends a burst rather than a packet, yet the stream never
 // falls silent for long: a requester's ACK timer runs while it waits for
 // the next response, and its timeout would look like a loss.
-func (p *pacer) next() time.Time {
+func (p *pacer) next() instant {
 	owed := min(p.depth()/2, p.rate/1000) - p.tokens
 	return p.last.Add(time.Duration(owed * int64(time.Second) / p.rate))
 }
@@ -177,7 +177,7 @@ func (p *pacer) next() time.Time {
 // responder on a fast link sends 4 MiB in a millisecond). An epoch shorter
 // than paceMinSample, or that sent less than paceMinBytes, is left to
 // grow. A new epoch starts at psn.
-func (p *pacer) loss(now time.Time, psn wire.PSN, mtu uint32) {
+func (p *pacer) loss(now instant, psn wire.PSN, mtu uint32) {
 	end := now
 	if p.lastAt.After(p.epoch) {
 		end = p.lastAt
@@ -199,7 +199,7 @@ func (p *pacer) loss(now time.Time, psn wire.PSN, mtu uint32) {
 		}
 	}
 	p.epoch, p.from, p.sent, p.running = now, psn, 0, true
-	p.cStart, p.cBytes = time.Time{}, 0
+	p.cStart, p.cBytes = 0, 0
 }
 
 // backOff sets the rate after a loss that showed the requester falling

@@ -1,7 +1,5 @@
 package engine
 
-import "time"
-
 // The start of a long READ stream (doc/protocol.md §8.7). A requester
 // like rxe asks again for a lost response only at its next READ or its
 // ACK timeout, 67 ms after the last response it saw, so a loss early in a
@@ -57,12 +55,12 @@ func (p *pacer) startLong(length uint32, loopback bool) {
 // only if the requester asked within half the streams' sending time after
 // the last response (the time a queue the pace filled takes to drain). At
 // least paceMinBytes must have been sent; less is left for the next.
-func (p *pacer) confirm(now time.Time) {
+func (p *pacer) confirm(now instant) {
 	sent, from, last := p.cBytes, p.cStart, p.lastAt
 	if p.rate == 0 || sent < paceMinBytes || !last.After(from) {
 		return
 	}
-	p.cBytes, p.cStart = 0, time.Time{}
+	p.cBytes, p.cStart = 0, 0
 	d := int64(float64(sent) / now.Sub(from).Seconds())
 	switch {
 	case d*100 >= p.rate*paceKeptUp:

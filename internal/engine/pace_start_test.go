@@ -36,7 +36,7 @@ func TestPacerStartLong(t *testing.T) {
 // sent is left for the next.
 func TestPacerConfirm(t *testing.T) {
 	const rate = 20 << 20
-	sendAt := func(p *pacer, bytes int64) time.Time {
+	sendAt := func(p *pacer, bytes int64) instant {
 		p.begin(t0, 0)
 		p.spend(int(bytes))
 		end := t0.Add(time.Duration(bytes * int64(time.Second) / p.rate))

@@ -9,7 +9,7 @@ import (
 	"github.com/goverbs/goverbs/internal/wire"
 )
 
-var t0 = time.Unix(1000, 0)
+var t0 = clockBase + instant(1000*time.Second)
 
 // Until the first loss a stream is not paced at all.
 func TestPacerUnpacedUntilLoss(t *testing.T) {
@@ -44,7 +44,7 @@ func TestPacerLossTakesDeliveryRate(t *testing.T) {
 	if want := int64(10_000_000); p.rate != want {
 		t.Errorf("rate %d after the loss, want the delivery rate %d", p.rate, want)
 	}
-	if p.incr != p.rate/paceGrowth || p.from != 10+1000 || !p.epoch.Equal(t0.Add(100*time.Millisecond)) {
+	if p.incr != p.rate/paceGrowth || p.from != 10+1000 || p.epoch != t0.Add(100*time.Millisecond) {
 		t.Errorf("after the loss: incr %d, epoch %v from %v; want rate/%d and a new epoch at the loss", p.incr, p.epoch, p.from, paceGrowth)
 	}
 	// Paced, one loss at most halves the rate, however low the estimate
@@ -234,7 +234,7 @@ func TestReadStreamRows(t *testing.T) {
 		name: "READs queue behind a paced stream, a SEND waits for it, all go in PSN order",
 		setup: func(t *testing.T, r *pktRig) {
 			copy(r.region, data)
-			r.qp.resp.pace = pacer{rate: 1 << 20, last: time.Now()} // an empty bucket
+			r.qp.resp.pace = pacer{rate: 1 << 20, last: monoNow()} // an empty bucket
 		},
 		steps: []step{{
 			in: &pkt{op: wire.RCReadRequest, psn: 0, ack: true, fill: rethAt(regionKey, 0, 16)},

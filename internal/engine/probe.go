@@ -69,9 +69,9 @@ func (qp *QP) probeTime() time.Duration {
 // armProbe pushes the tail probe out after a send or an acknowledgement,
 // or disarms it when nothing is outstanding. A requester probes only once
 // it has measured a round trip: its first ACK gives one.
-func (qp *QP) armProbe(now time.Time) {
+func (qp *QP) armProbe(now instant) {
 	c := &qp.comp
-	c.probeAt = time.Time{}
+	c.probeAt = 0
 	if t := qp.probeTime(); t > 0 && c.srtt > 0 && c.psn != qp.req.maxPSN {
 		c.probeAt = now.Add(t)
 	}
@@ -81,12 +81,12 @@ func (qp *QP) armProbe(now time.Time) {
 // acknowledged: once per flight (the highest PSN sent), for a flight that
 // ends with a SEND or WRITE packet (the window may have stopped it inside
 // a message), and not during a go-back-N or an RNR wait.
-func (qp *QP) checkProbe(now time.Time) {
+func (qp *QP) checkProbe(now instant) {
 	c := &qp.comp
 	if c.probeAt.IsZero() || now.Before(c.probeAt) {
 		return
 	}
-	c.probeAt = time.Time{}
+	c.probeAt = 0
 	if c.psn == qp.req.maxPSN || qp.resendPending() || now.Before(c.rnrUntil) || (c.probed && c.probedTo == qp.req.maxPSN) {
 		return
 	}
@@ -116,14 +116,14 @@ func (qp *QP) sendProbe() {
 	if ok {
 		// Karn: the ACK may answer the first sending or the probe, so it
 		// measures no round trip.
-		w.state, w.sentAt = st, time.Time{}
+		w.state, w.sentAt = st, 0
 		qp.dev.counters.inc(RetransmittedPkts)
 	}
 }
 
 // sampleACK measures a round trip by an ACK of the last PSN of a SEND or
 // WRITE sent once.
-func (qp *QP) sampleACK(psn wire.PSN, now time.Time) {
+func (qp *QP) sampleACK(psn wire.PSN, now instant) {
 	for i := qp.sq.Head(); i != qp.req.cur && i != qp.sq.Tail(); i++ {
 		w := qp.sq.At(i)
 		if psn.Less(w.lastPSN) {
@@ -140,12 +140,12 @@ func (qp *QP) sampleACK(psn wire.PSN, now time.Time) {
 // packets are held past a gap, or a message is under way on a path that
 // loses packets, and no NAK is out, it is due a probe time after the last
 // arrival.
-func (qp *QP) armStall(now time.Time) {
+func (qp *QP) armStall(now instant) {
 	r := &qp.resp
 	if r.lost {
 		r.lost, r.lostAt = false, now
 	}
-	r.stallAt = time.Time{}
+	r.stallAt = 0
 	if qp.stalled(now) {
 		r.stallAt = now.Add(qp.stallTime())
 	}
@@ -171,7 +171,7 @@ func (qp *QP) stallTime() time.Duration {
 // stalled reports whether the responder is owed packets it has reason to
 // think lost: past a gap (a NAK for it may be out), or the rest of a
 // message on a lossy path.
-func (qp *QP) stalled(now time.Time) bool {
+func (qp *QP) stalled(now instant) bool {
 	r := &qp.resp
 	lossy := !r.lostAt.IsZero() && now.Sub(r.lostAt) < lossMemory
 	// A held request at the expected PSN waits for a READ stream, not for
@@ -181,12 +181,12 @@ func (qp *QP) stalled(now time.Time) bool {
 }
 
 // checkStall sends the stall NAK when its time has passed.
-func (qp *QP) checkStall(now time.Time) {
+func (qp *QP) checkStall(now instant) {
 	r := &qp.resp
 	if r.stallAt.IsZero() || now.Before(r.stallAt) {
 		return
 	}
-	r.stallAt = time.Time{}
+	r.stallAt = 0
 	if !qp.stalled(now) {
 		return
 	}

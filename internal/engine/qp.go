@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/goverbs/goverbs/internal/ib"
 	"github.com/goverbs/goverbs/internal/queue"
@@ -65,7 +64,7 @@ type QP struct {
 	trace     TraceFunc // nil unless tracing (SetTrace)
 	events    qpEvents
 	xmit      xmitBatch
-	timerAt   time.Time // deadline registered with the device timer
+	timerAt   instant // deadline registered with the device timer
 	destroyed bool
 
 	// cc is the congestion control (cc.go): owned by the turn, but for
@@ -387,9 +386,9 @@ const turnBudget = 60
 // armTimer registers the QP's earliest deadline with the device timer:
 // the local ACK timeout, a READ gap's reorder window, a tail probe or a
 // stall NAK, the end of an RNR wait, or a paced READ stream's next send.
-func (qp *QP) armTimer(now time.Time) {
+func (qp *QP) armTimer(now instant) {
 	next := qp.comp.deadline
-	for _, r := range [...]time.Time{qp.comp.lossAt, qp.comp.probeAt, qp.resp.stallAt} {
+	for _, r := range [...]instant{qp.comp.lossAt, qp.comp.probeAt, qp.resp.stallAt} {
 		if !r.IsZero() && qp.State() != ib.QPStateErr && (next.IsZero() || r.Before(next)) {
 			next = r // a READ's gap outlives the reorder window, a tail probe, a stall NAK
 		}

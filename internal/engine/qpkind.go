@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"time"
-
 	"github.com/goverbs/goverbs/internal/ib"
 	"github.com/goverbs/goverbs/internal/wire"
 )
@@ -36,9 +34,9 @@ type qpKind struct {
 	grh bool
 	// request turns send WQEs into packets, at most budget of them, and
 	// reports whether it stopped only for lack of budget.
-	request func(qp *QP, now time.Time, budget int) bool
+	request func(qp *QP, now instant, budget int) bool
 	// respond executes one received request packet, which arrived by now.
-	respond func(qp *QP, in *inPkt, now time.Time)
+	respond func(qp *QP, in *inPkt, now instant)
 	// segment sends the next packet of a SEND or WRITE of an unacked
 	// service (requester_uc.go).
 	segment func(qp *QP, w *sendWQE)
@@ -60,14 +58,14 @@ var qpKinds = [...]qpKind{
 			ib.WRSendWithInv, ib.WRBindMW, ib.WRLocalInv),
 		connected: true, acked: true,
 		request: (*QP).request,
-		respond: func(qp *QP, in *inPkt, now time.Time) { qp.respond(in.p, now) },
+		respond: func(qp *QP, in *inPkt, now instant) { qp.respond(in.p, now) },
 	},
 	ib.QPTypeUC: {
 		transport: wire.TransportUC,
 		ops:       ops(ib.WRSend, ib.WRSendWithImm, ib.WRRDMAWrite, ib.WRRDMAWriteWithImm),
 		connected: true,
 		request:   (*QP).requestUnacked,
-		respond:   func(qp *QP, in *inPkt, _ time.Time) { qp.respondUC(in) },
+		respond:   func(qp *QP, in *inPkt, _ instant) { qp.respondUC(in) },
 		segment:   (*QP).sendUCSegment,
 	},
 	ib.QPTypeUD: {
@@ -75,7 +73,7 @@ var qpKinds = [...]qpKind{
 		ops:       ops(ib.WRSend, ib.WRSendWithImm),
 		grh:       true,
 		request:   (*QP).requestUnacked,
-		respond:   func(qp *QP, in *inPkt, _ time.Time) { qp.respondUD(in) },
+		respond:   func(qp *QP, in *inPkt, _ instant) { qp.respondUD(in) },
 		segment:   (*QP).sendDatagram,
 	},
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"net/netip"
-	"time"
 
 	"github.com/goverbs/goverbs/internal/ib"
 	"github.com/goverbs/goverbs/internal/mem"
@@ -42,7 +41,7 @@ type requester struct {
 // request turns send WQEs into packets, at most budget of them. It stops at
 // flow limits (the send window, max_rd_atomic, fences, an RNR wait)
 // and reports whether it stopped only for lack of budget.
-func (qp *QP) request(now time.Time, budget int) (more bool) {
+func (qp *QP) request(now instant, budget int) (more bool) {
 	st := qp.State()
 	if st != ib.QPStateRTS && st != ib.QPStateSQD {
 		return false
@@ -205,7 +204,7 @@ func (qp *QP) rewind() {
 		} else {
 			w.sent = 0
 		}
-		w.ask, w.beyond, w.sentAt = askNone, 0, time.Time{}
+		w.ask, w.beyond, w.sentAt = askNone, 0, 0
 		w.state = wqeSending
 	}
 }
@@ -226,13 +225,13 @@ func (qp *QP) startWQE(w *sendWQE) bool {
 	w.firstPSN = qp.req.psn
 	w.lastPSN = w.firstPSN.Add(w.npkts(qp.mtu) - 1)
 	w.state, w.sent = wqeSending, 0
-	w.got, w.hi, w.passAt, w.passed, w.beyond, w.ask = w.firstPSN, w.firstPSN, time.Time{}, false, 0, askNone
-	w.sentAt = time.Time{}
+	w.got, w.hi, w.passAt, w.passed, w.beyond, w.ask = w.firstPSN, w.firstPSN, 0, false, 0, askNone
+	w.sentAt = 0
 	return true
 }
 
 // sendNext sends the WQE's next packet.
-func (qp *QP) sendNext(w *sendWQE, now time.Time) {
+func (qp *QP) sendNext(w *sendWQE, now instant) {
 	f := qp.bth(0, qp.req.psn) // the opcode is chosen below
 	if qp.req.psn.Less(qp.req.maxPSN) && (w.opcode != ib.WRRDMARead || !w.lastPSN.Less(w.got)) {
 		// Behind the highest PSN sent: a go-back-N resend, or a READ
@@ -281,7 +280,7 @@ func (qp *QP) sendNext(w *sendWQE, now time.Time) {
 // response, not from where the go-back-N went back to, as a responder
 // like rxe takes no request for a part before the last one asked; and a
 // READ whose responses are all in is not asked again at all.
-func (qp *QP) sendRead(w *sendWQE, f *wire.BTHFields, now time.Time) {
+func (qp *QP) sendRead(w *sendWQE, f *wire.BTHFields, now instant) {
 	if f.PSN.Less(w.got) {
 		f.PSN = w.got
 	}
@@ -304,10 +303,10 @@ func (qp *QP) sendRead(w *sendWQE, f *wire.BTHFields, now time.Time) {
 
 // noteRequest numbers the READ or atomic request of PSN psn, and notes
 // when a first one went out, for the round trip its response measures.
-func (qp *QP) noteRequest(w *sendWQE, psn wire.PSN, now time.Time) {
+func (qp *QP) noteRequest(w *sendWQE, psn wire.PSN, now instant) {
 	qp.req.seq++
 	w.seq = qp.req.seq
-	w.sentAt = time.Time{}
+	w.sentAt = 0
 	if !psn.Less(qp.req.maxPSN) {
 		w.sentAt = now
 	}

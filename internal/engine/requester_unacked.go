@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"time"
-
 	"github.com/goverbs/goverbs/internal/ib"
 )
 
@@ -15,7 +13,7 @@ import (
 // receive queue working (IBA 10.3.1); a modify to RTS resumes sending. As
 // RC's requester does, a turn goes past its budget while the next packet
 // would join the run the transmit batch ends with (extends).
-func (qp *QP) requestUnacked(now time.Time, budget int) (more bool) {
+func (qp *QP) requestUnacked(now instant, budget int) (more bool) {
 	switch qp.State() {
 	case ib.QPStateRTS, ib.QPStateSQD:
 	case ib.QPStateSQE:

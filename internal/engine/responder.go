@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"time"
-
 	"github.com/goverbs/goverbs/internal/ib"
 	"github.com/goverbs/goverbs/internal/mem"
 	"github.com/goverbs/goverbs/internal/wire"
@@ -34,9 +32,9 @@ type responder struct {
 	stash      stash      // SEND and WRITE packets that came ahead of psn
 	rx         bool       // requests arrived in this turn (armStall)
 	lost       bool       // and one of them was out of sequence
-	lostAt     time.Time  // when the last such turn was
-	stallAt    time.Time  // when the stall NAK is due (probe.go)
-	nakAt      time.Time  // when the sequence NAK out was sent, for its round trip
+	lostAt     instant    // when the last such turn was
+	stallAt    instant    // when the stall NAK is due (probe.go)
+	nakAt      instant    // when the sequence NAK out was sent, for its round trip
 
 	// ackFirst is set when a message of the turn completed a receive: the
 	// ACK then leaves ahead of the turn's requests (QP.turn).
@@ -121,7 +119,7 @@ var respErrors = [...]struct {
 
 // respond handles one request packet, at now: its PSN decides between a
 // new request, a duplicate and a gap (doc/protocol.md §6.3).
-func (qp *QP) respond(p wire.Packet, now time.Time) {
+func (qp *QP) respond(p wire.Packet, now instant) {
 	psn := p.BTH().PSN()
 	qp.noteReceived()
 	qp.resp.rx = true
@@ -138,7 +136,7 @@ func (qp *QP) respond(p wire.Packet, now time.Time) {
 	default:
 		if r := &qp.resp; r.sentNAK && !r.nakAt.IsZero() {
 			qp.comp.smooth(now.Sub(r.nakAt)) // the NAK's round trip
-			r.nakAt = time.Time{}
+			r.nakAt = 0
 		}
 		// A copy held earlier, which a stream kept from running, is the
 		// same request: drop it, or it would run when the PSNs come round.

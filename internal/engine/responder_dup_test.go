@@ -15,7 +15,7 @@ import (
 // with an empty bucket: nothing goes out before virtual time passes.
 func slowPace(t *testing.T, r *pktRig) {
 	r.qp.mu.Lock()
-	r.qp.resp.pace = pacer{rate: paceMinRate, last: time.Now()}
+	r.qp.resp.pace = pacer{rate: paceMinRate, last: monoNow()}
 	r.qp.mu.Unlock()
 }
 

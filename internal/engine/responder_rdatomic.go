@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"time"
-
 	"github.com/goverbs/goverbs/internal/ib"
 	"github.com/goverbs/goverbs/internal/mem"
 	"github.com/goverbs/goverbs/internal/wire"
@@ -157,7 +155,7 @@ func (qp *QP) queueWaits(p wire.Packet) bool {
 // position — while the pacer and budget allow, and returns how many. The
 // key is checked again for every packet, so a region deregistered
 // mid-read ends it with a NAK.
-func (qp *QP) streamRead(now time.Time, budget int) int {
+func (qp *QP) streamRead(now instant, budget int) int {
 	r, sent, pace := &qp.resp.read, &qp.resp.sent, &qp.resp.pace
 	if sent.loss {
 		sent.loss = false

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"time"
-
 	"github.com/goverbs/goverbs/internal/wire"
 )
 
@@ -75,7 +73,7 @@ func (s *stash) clear() {
 // after the gap again. Anything else sends the one PSN sequence NAK of
 // the gap (IBA 9.7.5.2), after which further packets are dropped or held
 // quietly until the expected one comes.
-func (qp *QP) respAhead(p wire.Packet, psn wire.PSN, d int32, now time.Time) respOutcome {
+func (qp *QP) respAhead(p wire.Packet, psn wire.PSN, d int32, now instant) respOutcome {
 	r := &qp.resp
 	qp.dev.counters.inc(OutOfSeqRequest)
 	r.lost = true

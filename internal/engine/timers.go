@@ -14,11 +14,11 @@ type timerQueue struct {
 	mu    sync.Mutex
 	h     []timerEntry // binary min-heap on when
 	timer *time.Timer
-	next  time.Time // when timer fires; zero when stopped
+	next  instant // when timer fires; zero when stopped
 }
 
 type timerEntry struct {
-	when time.Time
+	when instant
 	qp   *QP
 }
 
@@ -29,27 +29,27 @@ func newTimerQueue() *timerQueue {
 }
 
 // add asks for qp to be scheduled at when.
-func (q *timerQueue) add(qp *QP, when time.Time) {
+func (q *timerQueue) add(qp *QP, when instant) {
 	q.mu.Lock()
 	q.h = append(q.h, timerEntry{when, qp})
 	q.up(len(q.h) - 1)
 	if q.next.IsZero() || when.Before(q.next) {
 		q.next = when
-		q.timer.Reset(time.Until(when))
+		q.timer.Reset(when.Sub(monoNow()))
 	}
 	q.mu.Unlock()
 }
 
 // due pops the QPs whose deadline has passed into buf and re-arms the timer
 // for the rest.
-func (q *timerQueue) due(now time.Time, buf []*QP) []*QP {
+func (q *timerQueue) due(now instant, buf []*QP) []*QP {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for len(q.h) > 0 && !q.h[0].when.After(now) {
 		buf = append(buf, q.h[0].qp)
 		q.removeAt(0)
 	}
-	q.next = time.Time{}
+	q.next = 0
 	if len(q.h) > 0 {
 		q.next = q.h[0].when
 		q.timer.Reset(q.next.Sub(now))

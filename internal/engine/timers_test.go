@@ -11,9 +11,9 @@ import (
 // order, also after removals.
 func TestTimerQueueOrder(t *testing.T) {
 	q := newTimerQueue()
-	base := time.Unix(1000, 0)
+	base := clockBase + instant(1000*time.Second)
 	qps := make([]*QP, 50)
-	var want []time.Time
+	var want []instant
 	r := rand.New(rand.NewPCG(1, 1))
 	for i := range qps {
 		qps[i] = &QP{}
@@ -26,8 +26,8 @@ func TestTimerQueueOrder(t *testing.T) {
 	for i := 0; i < len(qps); i += 5 {
 		q.remove(qps[i])
 	}
-	slices.SortFunc(want, func(a, b time.Time) int { return a.Compare(b) })
-	var got []time.Time
+	slices.Sort(want)
+	var got []instant
 	for len(q.h) > 0 {
 		got = append(got, q.h[0].when)
 		q.removeAt(0)

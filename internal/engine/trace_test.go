@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/goverbs/goverbs/internal/wire"
 )
@@ -66,7 +65,7 @@ func traceRig(tb testing.TB) (r *fuzzRig, req, resp wire.Packet) {
 	req, _ = wire.NewPacket(make([]byte, 64), 0, &wire.BTHFields{Opcode: wire.RCSendOnly, PKey: defaultPKey, PSN: 9}, 0)
 	resp, _ = wire.NewPacket(make([]byte, 64), 0, &wire.BTHFields{Opcode: wire.RCAcknowledge, PKey: defaultPKey, PSN: wire.PSNMask}, 0)
 	r.qp.mu.Lock()
-	r.qp.respond(req, time.Now())
+	r.qp.respond(req, monoNow())
 	r.qp.mu.Unlock()
 	return r, req, resp
 }
@@ -78,9 +77,9 @@ func TestTraceAllocations(t *testing.T) {
 	qp := r.qp
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
-	now := time.Now()
+	now := monoNow()
 	run := func() {
-		qp.respond(req, time.Now())
+		qp.respond(req, monoNow())
 		qp.complete(resp, now)
 	}
 	if n := testing.AllocsPerRun(1000, run); n != 0 {
@@ -112,10 +111,10 @@ func BenchmarkTrace(b *testing.B) {
 			if on {
 				qp.trace = func(TraceEvent) {}
 			}
-			now := time.Now()
+			now := monoNow()
 			b.ReportAllocs()
 			for b.Loop() {
-				qp.respond(req, time.Now())
+				qp.respond(req, monoNow())
 				qp.complete(resp, now)
 			}
 		})

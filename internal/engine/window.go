@@ -57,7 +57,7 @@ type window struct {
 	hold int // epochs to wait before the next doubling
 	// The epoch: the acknowledgements since start, which began at from.
 	// It ends once twice the window has been acknowledged.
-	start   time.Time
+	start   instant
 	from    wire.PSN
 	limited bool // the requester stopped at the window during the epoch
 	warm    bool // the epoch after a change fills the pipe and is not measured
@@ -78,7 +78,7 @@ func (w *window) init(mtu uint32) {
 // update takes the first PSN not yet acknowledged, at now: it ends an
 // epoch once twice the window has been acknowledged since it began, and
 // judges the window by the epoch's delivery rate.
-func (w *window) update(now time.Time, acked wire.PSN) {
+func (w *window) update(now instant, acked wire.PSN) {
 	if w.hasAcked && acked == w.acked {
 		return
 	}
@@ -139,7 +139,7 @@ func (w *window) loss(from, sent wire.PSN) {
 		return
 	}
 	w.size = minWindow
-	w.base, w.hold, w.start = w.size, probeHold, time.Time{}
+	w.base, w.hold, w.start = w.size, probeHold, 0
 	w.warm = false
 	w.recover, w.shrunk = sent, true
 }

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"time"
-
 	"github.com/goverbs/goverbs/internal/ib"
 	"github.com/goverbs/goverbs/internal/wire"
 )
@@ -43,21 +41,21 @@ type sendWQE struct {
 	status   ib.WCStatus // for wqeFailed
 	firstPSN wire.PSN
 	lastPSN  wire.PSN
-	sent     uint32    // payload bytes sent (SEND/WRITE)
-	seq      uint32    // the requester's serial of its latest request (READ, atomic)
-	sentAt   time.Time // when its request went out, until a round trip is sampled
+	sent     uint32  // payload bytes sent (SEND/WRITE)
+	seq      uint32  // the requester's serial of its latest request (READ, atomic)
+	sentAt   instant // when its request went out, until a round trip is sampled
 
 	// READ recovery (completer_read.go), owned by the completer but for
 	// the ask the requester sends.
-	got     wire.PSN  // the first response not yet in (all before it are)
-	hi      wire.PSN  // one past the highest response placed
-	passAt  time.Time // when a response past got was first seen
-	passed  bool      // a response past the READ's end was seen: its stream ended
-	beyond  uint8     // evidence that got is lost (dupThresh)
+	got     wire.PSN // the first response not yet in (all before it are)
+	hi      wire.PSN // one past the highest response placed
+	passAt  instant  // when a response past got was first seen
+	passed  bool     // a response past the READ's end was seen: its stream ended
+	beyond  uint8    // evidence that got is lost (dupThresh)
 	ask     askState
 	askFrom wire.PSN // what the last ask asked for
 	askTo   wire.PSN
-	askAt   time.Time
+	askAt   instant
 	askSeq  uint32 // the requester's serial of the ask
 }
 
