@@ -54,7 +54,7 @@ func BenchmarkWriteOffload(b *testing.B) {
 	for _, mode := range []struct{ name, env string }{{"gso", ""}, {"nogso", "1"}} {
 		b.Run(mode.name, func(b *testing.B) {
 			b.Setenv("GOVERBS_NOGSO", mode.env)
-			benchOps(b, verbstest.UDP, verbs.WRRDMAWrite, 65536, 16)
+			benchOps(b, verbstest.Options{Link: verbstest.UDP}, verbs.WRRDMAWrite, 65536, 16)
 		})
 	}
 }

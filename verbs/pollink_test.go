@@ -53,7 +53,7 @@ func (b *pollBind) Send(msgs []conn.Message) (int, error) {
 		if n := len(p.spare); n > 0 {
 			buf, p.spare = p.spare[n-1], p.spare[:n-1]
 		}
-		p.ready = append(p.ready, append(buf[:0], m.Buf...))
+		p.ready = append(p.ready, m.AppendDatagram(buf[:0]))
 	}
 	select {
 	case p.wake <- struct{}{}:
