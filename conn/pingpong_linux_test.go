@@ -17,16 +17,17 @@ import (
 )
 
 // BenchmarkSyscallPingPong measures what the kernel alone costs one way
-// of a latency test over loopback, with nothing of goverbs but the system
-// calls UDPBind makes: two threads, pinned to CPUs 0 and 1 where there
-// are two, the echo side in a process of its own, bounce datagrams
-// between two non-blocking sockets that they poll with recvmmsg.
-// "rc-pair" sends what an RC latency test puts on the wire per message
-// and direction, a 40-byte request and its 20-byte ACK as one GSO
-// sendmmsg, to a socket with UDP GRO, as goverbs does (doc/design.md §4);
-// "one" sends a lone 40-byte datagram to a socket without GRO, as a raw
-// UDP ping-pong does. The pair is the floor of goverbs' ib_write_lat;
-// scripts/bench.sh shows it beside the tool's figure. The metric is the
+// of a latency test over loopback, with nothing of goverbs but its system
+// calls: two threads, pinned to CPUs 0 and 1 where there are two, the
+// echo side in a process of its own, bounce datagrams between two
+// non-blocking sockets connected to each other, which they poll.
+// "rc-pair" makes the calls of UDPBind and its flows for what an RC
+// latency test puts on the wire per message and direction: a 40-byte
+// request and its 20-byte ACK as one GSO sendmmsg, taken by recvmmsg
+// from a socket with UDP GRO (doc/design.md §3, §4). "one" makes the raw
+// UDP ping-pong's: a lone 40-byte datagram by sendto, taken by recvfrom.
+// The pair is the floor of goverbs' ib_write_lat; scripts/bench.sh shows
+// it beside the tool's figure. The metric is the
 // median over chunks of round trips; ns/op is the mean, which the stalls
 // of a busy machine inflate.
 func BenchmarkSyscallPingPong(b *testing.B) {
@@ -55,7 +56,8 @@ func BenchmarkSyscallPingPong(b *testing.B) {
 			if _, err := fmt.Fscan(out, &port); err != nil {
 				b.Fatalf("the echo process said no port: %v", err)
 			}
-			toY := newRawSender(port, tc.sizes)
+			x.connect(b, port)
+			toY := newRawSender(tc.sizes)
 			total := 0
 			for _, n := range tc.sizes {
 				total += n
@@ -72,7 +74,7 @@ func BenchmarkSyscallPingPong(b *testing.B) {
 			start, k := time.Now(), 0
 			for b.Loop() {
 				toY.send(x.fd)
-				x.recv(total)
+				x.recv(total, pair)
 				if k++; k == chunk {
 					chunks = append(chunks, float64(time.Since(start).Nanoseconds())/(2*chunk))
 					start, k = time.Now(), 0
@@ -111,10 +113,11 @@ func TestSyscallEcho(t *testing.T) {
 	runtime.LockOSThread()
 	pinThread(0)
 	y := rawSocket(t, pair)
-	toX := newRawSender(port, sizes)
+	y.connect(t, port)
+	toX := newRawSender(sizes)
 	fmt.Println(y.port)
 	for {
-		y.recv(40 + 20*len(sizes[1:]))
+		y.recv(40+20*len(sizes[1:]), pair)
 		toX.send(y.fd)
 	}
 }
@@ -160,10 +163,28 @@ func rawSocket(tb testing.TB, gro bool) *rawSock {
 	return s
 }
 
-// recv polls until total bytes arrived. As UDPBind's receive does, a
-// poll after an empty one asks for one datagram, so that catching it does
-// not also cost a failed receive of a second.
-func (s *rawSock) recv(total int) {
+// connect connects the socket to the loopback port, whose datagrams
+// alone it then receives.
+func (s *rawSock) connect(tb testing.TB, port int) {
+	if err := unix.Connect(s.fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}, Port: port}); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// recv polls until total bytes arrived: with recvmmsg as UDPBind's
+// receive does, a poll after an empty one asking for one datagram, so that
+// catching it does not also cost a failed receive of a second; or, not
+// mmsg, with recvfrom.
+func (s *rawSock) recv(total int, mmsg bool) {
+	if !mmsg {
+		for got := 0; got < total; {
+			n, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(s.fd), uintptr(unsafe.Pointer(&s.bufs[0][0])), uintptr(len(s.bufs[0])), 0, 0, 0)
+			if e == 0 {
+				got += int(n)
+			}
+		}
+		return
+	}
 	k := len(s.hs)
 	for got := 0; got < total; {
 		for i := range k {
@@ -181,29 +202,23 @@ func (s *rawSock) recv(total int) {
 	}
 }
 
-// rawSender sends its datagrams to a port with one sendmmsg: as one GSO
-// send when there are several (all of the first's size but a shorter
-// last), else alone.
+// rawSender sends its datagrams on a connected socket: several with one
+// sendmmsg, as one GSO send (all of the first's size but a shorter last),
+// one alone with sendto.
 type rawSender struct {
 	hs   []mmsghdr
 	iovs []unix.Iovec
-	to   unix.RawSockaddrInet4
 	cmsg []byte
 }
 
-func newRawSender(port int, sizes []int) *rawSender {
+func newRawSender(sizes []int) *rawSender {
 	s := &rawSender{hs: make([]mmsghdr, 1), iovs: make([]unix.Iovec, len(sizes))}
-	s.to.Family = unix.AF_INET
-	s.to.Addr = [4]byte{127, 0, 0, 1}
-	binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&s.to.Port))[:], uint16(port))
 	for i, n := range sizes {
 		buf := make([]byte, n)
 		s.iovs[i].Base = &buf[0]
 		s.iovs[i].SetLen(n)
 	}
 	h := &s.hs[0].hdr
-	h.Name = (*byte)(unsafe.Pointer(&s.to))
-	h.Namelen = unix.SizeofSockaddrInet4
 	h.Iov = &s.iovs[0]
 	h.SetIovlen(len(sizes))
 	if len(sizes) > 1 {
@@ -220,7 +235,12 @@ func newRawSender(port int, sizes []int) *rawSender {
 
 func (s *rawSender) send(fd int) {
 	for {
-		_, _, e := unix.RawSyscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&s.hs[0])), 1, 0, 0, 0)
+		var e unix.Errno
+		if len(s.iovs) == 1 {
+			_, _, e = unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(s.iovs[0].Base)), uintptr(s.iovs[0].Len), 0, 0, 0)
+		} else {
+			_, _, e = unix.RawSyscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&s.hs[0])), 1, 0, 0, 0)
+		}
 		if e != unix.EAGAIN && e != unix.EINTR {
 			return
 		}
