@@ -86,3 +86,24 @@ func BenchmarkUpdateIEEE(b *testing.B) {
 		})
 	}
 }
+
+// TestSlicing8 holds the table-driven CRC, which every short piece of an
+// ICRC goes through, to hash/crc32 at every length up to a few steps of
+// eight, so that each of its tails (eight, four, then single bytes) is
+// taken from many starting registers.
+func TestSlicing8(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	b := make([]byte, 40)
+	for n := range len(b) + 1 {
+		for range 50 {
+			for i := range b[:n] {
+				b[i] = byte(r.Uint32())
+			}
+			reg := r.Uint32()
+			// hash/crc32 takes and returns the register inverted.
+			if got, want := slicing8(reg, b[:n]), ^crc32.Update(^reg, crc32.IEEETable, b[:n]); got != want {
+				t.Fatalf("%d bytes from register %#x: %#x, want %#x", n, reg, got, want)
+			}
+		}
+	}
+}
