@@ -22,19 +22,25 @@ type responder struct {
 	// ACK answers every AckReq packet of a batch.
 	ackPending bool
 	ackPSN     wire.PSN
-	res        []resource // responder resources (max_dest_rd_atomic)
-	resNext    int
-	read       readStream // READ responses still to send
-	readQ      readQueue  // READs accepted behind read
-	sent       readSent   // READ responses sent, for pace and the retransmission count
-	pace       pacer      // paces the READ responses
-	fresh      bool       // read is a new READ that came with no stream under way
-	stash      stash      // SEND and WRITE packets that came ahead of psn
-	rx         bool       // requests arrived in this turn (armStall)
-	lost       bool       // and one of them was out of sequence
-	lostAt     instant    // when the last such turn was
-	stallAt    instant    // when the stall NAK is due (probe.go)
-	nakAt      instant    // when the sequence NAK out was sent, for its round trip
+	// ackBase is the ICRC of the QP's ACKs with PSN, syndrome and MSN
+	// zero (wire.Packet.ACKICRCBase), once ackBased: an ACK is sealed
+	// from it by table lookups. The responder is made anew at RTR, where
+	// the envelope and the destination QP are set.
+	ackBase  uint32
+	ackBased bool
+	res      []resource // responder resources (max_dest_rd_atomic)
+	resNext  int
+	read     readStream // READ responses still to send
+	readQ    readQueue  // READs accepted behind read
+	sent     readSent   // READ responses sent, for pace and the retransmission count
+	pace     pacer      // paces the READ responses
+	fresh    bool       // read is a new READ that came with no stream under way
+	stash    stash      // SEND and WRITE packets that came ahead of psn
+	rx       bool       // requests arrived in this turn (armStall)
+	lost     bool       // and one of them was out of sequence
+	lostAt   instant    // when the last such turn was
+	stallAt  instant    // when the stall NAK is due (probe.go)
+	nakAt    instant    // when the sequence NAK out was sent, for its round trip
 
 	// ackFirst is set when a message of the turn completed a receive: the
 	// ACK then leaves ahead of the turn's requests (QP.turn).
@@ -379,7 +385,12 @@ func (qp *QP) sendACK(s wire.Syndrome, psn wire.PSN) {
 	f := qp.bth(wire.RCAcknowledge, psn)
 	p := qp.xmit.start(qp, &f, 0)
 	p.AETH().Encode(&wire.AETHFields{Syndrome: s, MSN: qp.resp.msn})
-	qp.xmit.queue(qp, p)
+	r := &qp.resp
+	if !r.ackBased {
+		r.ackBase, r.ackBased = p.ACKICRCBase(&qp.env), true
+	}
+	p.SealACK(r.ackBase)
+	qp.xmit.queueSealed(qp, p)
 }
 
 // sendPendingACK sends the coalesced ACK, if one is due.
