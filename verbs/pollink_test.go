@@ -14,7 +14,7 @@ import (
 // Device.Progress (CQ.Wait's) or the receive loop to take. Datagrams are
 // copied in and out, as the kernel copies them, and arrive with IPv4 ID
 // 0, as memconn's do. It lets a benchmark measure what the engine alone
-// costs a latency test.
+// costs, a latency test's round trip or a stream's bytes.
 type pollBind struct {
 	addr netip.AddrPort
 	peer *pollBind
@@ -93,6 +93,8 @@ func (b *pollBind) RecvCoalesced(msgs []conn.Message) (int, error) {
 	}
 }
 
+// Recv is RecvCoalesced; the engine receives from a link that coalesces
+// with RecvCoalesced only.
 func (b *pollBind) Recv(msgs []conn.Message) (int, error) { return b.RecvCoalesced(msgs) }
 
 func (b *pollBind) Close() error {
