@@ -171,10 +171,10 @@ func (s *rawSock) connect(tb testing.TB, port int) {
 	}
 }
 
-// recv polls until total bytes arrived: as UDPBind's receive does, with
-// recvmmsg, and after an empty poll with recvmsg for one datagram, so that
-// catching it does not also cost a failed receive of a second; or, not
-// mmsg, with recvfrom.
+// recv polls until total bytes arrived: with UDPBind's call (recvMsgs),
+// asking after an empty poll for one datagram, so that catching it does
+// not also cost a failed receive of a second; or, not mmsg, with
+// recvfrom.
 func (s *rawSock) recv(total int, mmsg bool) {
 	if !mmsg {
 		for got := 0; got < total; {
@@ -191,14 +191,7 @@ func (s *rawSock) recv(total int, mmsg bool) {
 			s.hs[i].hdr.Control = &s.cmsg[i*64]
 			s.hs[i].hdr.SetControllen(64)
 		}
-		var n uintptr
-		var e unix.Errno
-		if k == 1 {
-			n, _, e = unix.RawSyscall(unix.SYS_RECVMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&s.hs[0].hdr)), 0)
-			s.hs[0].len, n = uint32(n), 1
-		} else {
-			n, _, e = unix.RawSyscall6(unix.SYS_RECVMMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&s.hs[0])), uintptr(k), 0, 0, 0)
-		}
+		n, e := recvMsgs(uintptr(s.fd), s.hs[:k])
 		if e != 0 {
 			k = 1
 			continue

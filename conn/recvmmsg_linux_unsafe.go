@@ -148,7 +148,7 @@ func (r *recvScratch) call(b *UDPBind, k int) error {
 // virtual machine) on the latency path. Whatever follows is taken by the
 // next call, in a batch. ib_write_lat 8 B typical one-way, pinned, near
 // mode, medians of 5: 6.03 → 5.76 µs; ib_write_bw 8 B and 64 KiB unchanged.
-// That single datagram it asks of recvmsg (syscall).
+// That single datagram it asks of recvmsg (recvMsgs).
 //
 // The call is a raw one (RawSyscall6), without the runtime's
 // entersyscall/exitsyscall, which let another thread take the processor
@@ -161,7 +161,7 @@ func (r *recvScratch) recvmmsg(fd uintptr) bool {
 	k := r.k
 	for {
 		r.closeGate()
-		n, e := r.syscall(fd, k)
+		n, e := recvMsgs(fd, r.hs[:k])
 		switch e {
 		case unix.EINTR:
 			continue
@@ -188,23 +188,23 @@ func (r *recvScratch) recvmmsg(fd uintptr) bool {
 	}
 }
 
-// syscall receives into the first k msghdrs and returns how many it
+// recvMsgs receives into the msghdrs of hs and returns how many it
 // filled. One it asks of recvmsg, which the kernel serves with less than
 // recvmmsg's loop around the same receive: two processes bouncing the RC
 // pattern (a GSO pair to a GRO socket, BenchmarkSyscallPingPong's
 // rc-pair) 0.1–0.17 µs faster one-way in three series on this machine;
 // ib_write_lat 8 B typical one-way lower in 9 of 10 alternated pairs, by
 // 0.12 µs (median); ib_write_bw 8 B unchanged.
-func (r *recvScratch) syscall(fd uintptr, k int) (uintptr, unix.Errno) {
-	if k == 1 {
-		n, _, e := unix.RawSyscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&r.hs[0].hdr)), 0)
+func recvMsgs(fd uintptr, hs []mmsghdr) (uintptr, unix.Errno) {
+	if len(hs) == 1 {
+		n, _, e := unix.RawSyscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&hs[0].hdr)), 0)
 		if e != 0 {
 			return 0, e
 		}
-		r.hs[0].len = uint32(n)
+		hs[0].len = uint32(n)
 		return 1, 0
 	}
-	n, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hs[0])), uintptr(k), 0, 0, 0)
+	n, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&hs[0])), uintptr(len(hs)), 0, 0, 0)
 	return n, e
 }
 
