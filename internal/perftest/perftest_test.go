@@ -45,6 +45,35 @@ func TestKeyMessageLayout(t *testing.T) {
 	}
 }
 
+// FuzzParseDest feeds the key message parser what a peer might send: it
+// never panics, and what it accepts marshals back to a message that parses
+// to the same Dest.
+func FuzzParseDest(f *testing.F) {
+	d := sampleDest()
+	b := d.Marshal()
+	f.Add(b[:])
+	f.Add(b[:100])
+	bad := b
+	bad[16] = 'x'
+	f.Add(bad[:])
+	upper := bytes.ToUpper(b[:])
+	f.Add(upper)
+	f.Add(bytes.Repeat([]byte{':'}, KeySize))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d, err := ParseDest(b)
+		if err != nil {
+			if !errors.Is(err, ErrKey) {
+				t.Fatalf("error %v is not ErrKey", err)
+			}
+			return
+		}
+		m := d.Marshal()
+		if back, err := ParseDest(m[:]); err != nil || back != d {
+			t.Fatalf("%q parsed to %+v; its marshalling %q to %+v, %v", b, d, m, back, err)
+		}
+	})
+}
+
 // TestControlChannel runs a client and a server against each other over a
 // pipe: prefix, one handshake and the report exchange.
 func TestControlChannel(t *testing.T) {

@@ -17,6 +17,30 @@ import (
 	"github.com/goverbs/goverbs/verbs"
 )
 
+// FuzzParseDest feeds the address message parser what a peer might send:
+// it never panics, and what it accepts marshals back to a message that
+// parses to the same dest.
+func FuzzParseDest(f *testing.F) {
+	for _, s := range []string{"0000:000011:abcdef:00000000000000000000ffff0a4d0002\x00",
+		"0:11:1:00000000000000000000ffff0a4d0001\x00", "ffffffff:ffffffff:ffffffff:FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF",
+		"0000:000011:abcdef:00000000000000000000ffff0a4d00zz", ":::", "\x00:1:2:3"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d, err := parseDest(b)
+		if err != nil {
+			if !errors.Is(err, errBadMessage) {
+				t.Fatalf("error %v is not errBadMessage", err)
+			}
+			return
+		}
+		m := d.marshal()
+		if back, err := parseDest(m); err != nil || back != d {
+			t.Fatalf("%q parsed to %+v; its marshalling %q to %+v, %v", b, d, m, back, err)
+		}
+	})
+}
+
 func TestAddressMessage(t *testing.T) {
 	// The example of doc/tools.md §1.2.
 	d := dest{qpn: 0x11, psn: 0xabcdef, gid: verbs.GIDFromAddr(netip.MustParseAddr("10.77.0.2"))}
