@@ -112,27 +112,38 @@ func (e *endpoint) close() {
 	e.dev.Close()
 }
 
+// openPair opens the demo's two endpoints, the first capturing to
+// cfg.capture, and connects their QPs.
+func openPair(cfg demoConfig) (a, b *endpoint, err error) {
+	if a, err = openEndpoint(cfg, cfg.capture); err != nil {
+		return nil, nil, err
+	}
+	if b, err = openEndpoint(cfg, nil); err != nil {
+		a.close()
+		return nil, nil, err
+	}
+	opts := verbs.DefaultConnectOptions()
+	opts.MinRNRTimer = 1 // 10 µs: a late receive costs little
+	if err = a.qp.ConnectRC(0x1000, b.qp.Endpoint(0x2000), opts); err == nil {
+		err = b.qp.ConnectRC(0x2000, a.qp.Endpoint(0x1000), opts)
+	}
+	if err != nil {
+		a.close()
+		b.close()
+		return nil, nil, err
+	}
+	return a, b, nil
+}
+
 // demo runs every RC operation between two devices on loopback UDP,
 // verifies the data and prints a report per operation.
 func demo(w io.Writer, cfg demoConfig) error {
-	a, err := openEndpoint(cfg, cfg.capture)
+	a, b, err := openPair(cfg)
 	if err != nil {
 		return err
 	}
 	defer a.close()
-	b, err := openEndpoint(cfg, nil)
-	if err != nil {
-		return err
-	}
 	defer b.close()
-	opts := verbs.DefaultConnectOptions()
-	opts.MinRNRTimer = 1 // 10 µs: a late receive costs little
-	if err := a.qp.ConnectRC(0x1000, b.qp.Endpoint(0x2000), opts); err != nil {
-		return err
-	}
-	if err := b.qp.ConnectRC(0x2000, a.qp.Endpoint(0x1000), opts); err != nil {
-		return err
-	}
 	port, _ := a.dev.QueryPort(1)
 	fmt.Fprintf(w, "goverbs loopback demo: two software RDMA devices speaking RoCEv2 over UDP\n")
 	for _, e := range []*endpoint{a, b} {

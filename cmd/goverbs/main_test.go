@@ -92,6 +92,42 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// TestDemoReceiverFailure: a receive the demo finds corrupted ends the
+// stage with that error, not with the stall that the SENDs no receive
+// takes any more would end in (errStalled, after 10 s).
+func TestDemoReceiverFailure(t *testing.T) {
+	cfg := demoConfig{size: 5000, iters: 40, depth: 4}
+	a, b, err := openPair(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.close()
+	defer b.close()
+	bad := errors.New("message 3 arrived corrupted")
+	r, err := startReceiver(b, cfg, func(i int, _ *verbs.WC) error {
+		if i == 3 {
+			return bad
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = pipeline(a, cfg, stage{
+		mk: func(i int) *verbs.SendWR {
+			return &verbs.SendWR{WRID: uint64(i), Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGList: []verbs.SGE{a.slot(cfg, i%cfg.depth)}}
+		},
+		done: func(int, *verbs.WC) error { return nil },
+		r:    r,
+	})
+	if !errors.Is(err, bad) {
+		t.Fatalf("pipeline returned %v, want the receiver's %v", err, bad)
+	}
+	if err := r.drain(); !errors.Is(err, bad) {
+		t.Errorf("drain returned %v, want %v", err, bad)
+	}
+}
+
 // TestLoopbackDemo runs the README's main job at a small size: every
 // operation must complete and verify its data over real UDP sockets.
 func TestLoopbackDemo(t *testing.T) {
