@@ -34,6 +34,14 @@ var (
 // and none will come: after completions were lost because the CQ was full
 // (ErrCQOverrun), and once the CQ or its device is closed (ErrClosed; a
 // closed device's CQ first returns the flush completions of the close).
+//
+// Poll neither blocks nor yields. The NIC is goroutines of this process,
+// so a loop that only polls holds a processor they need to deliver what
+// it waits for: with GOMAXPROCS=1 (one CPU, or a one-CPU container) they
+// then run only when the runtime preempts the loop, every 10 ms, a
+// hundredfold slowdown (the demo's, before it waited). To wait, use Wait,
+// which receives for the device while it spins and then sleeps, or wait
+// on Notify whenever Poll finds nothing.
 func (cq *CQ) Poll(wcs []WC) (int, error) {
 	n, err := cq.c.Poll(engineWCs(wcs))
 	switch {
