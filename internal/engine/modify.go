@@ -55,6 +55,10 @@ func (qp *QP) modify(attr *QPAttr, mask ib.QPAttrMask) error {
 		if cur == ib.QPStateRTR {
 			qp.enterRTS()
 		}
+	case ib.QPStateSQD:
+		if cur == ib.QPStateSQD && mask&ib.QPAttrAV != 0 && qp.kind.connected {
+			qp.setPath() // a new primary path to the same peer QP (IBA 10.3.1)
+		}
 	}
 	qp.state.Store(uint32(next))
 	return nil
@@ -103,6 +107,10 @@ func (qp *QP) checkValues(a *QPAttr, mask ib.QPAttrMask) error {
 	if mask&ib.QPAttrCap != 0 {
 		return fmt.Errorf("%w: resizing queues", ErrNotSupported)
 	}
+	if mask&ib.QPAttrMaxDestRdAtomic != 0 && qp.State() == ib.QPStateSQD && a.MaxDestRdAtomic != qp.attr.MaxDestRdAtomic {
+		// The responder's READ and atomic resources are sized at RTR.
+		return fmt.Errorf("%w: changing max_dest_rd_atomic after RTR", ErrNotSupported)
+	}
 	return nil
 }
 
@@ -140,16 +148,26 @@ func (qp *QP) enterRTR() {
 	a := &qp.attr
 	qp.mtu = uint32(a.PathMTU.Bytes())
 	if qp.kind.connected {
-		peer, env := qp.dev.route(&a.AH)
-		qp.flow = 0
-		if f, src := qp.dev.openFlow(peer); f != 0 {
-			qp.flow, env = f, envelope(src, peer)
-		}
-		qp.peer.Store(&peer)
-		qp.env = env
+		qp.setPath()
 	}
 	qp.resp = responder{psn: wire.PSN(a.RQPSN), wqe: recvWQE{sge: qp.resp.wqe.sge[:0]}}
 	qp.resp.res = make([]resource, roundPow2(int(a.MaxDestRdAtomic)))
+}
+
+// setPath points a connected QP at the peer its address vector names: the
+// address its packets go to and come from, the flow they leave by, and
+// the envelope they are sealed for — at RTR, and when an SQD → SQD modify
+// gives a new one. The responder's ACK base covers the envelope, so it is
+// computed again.
+func (qp *QP) setPath() {
+	peer, env := qp.dev.route(&qp.attr.AH)
+	qp.flow = 0
+	if f, src := qp.dev.openFlow(peer); f != 0 {
+		qp.flow, env = f, envelope(src, peer)
+	}
+	qp.peer.Store(&peer)
+	qp.env = env
+	qp.resp.ackBased = false
 }
 
 // enterRTS readies the requester and completer.
