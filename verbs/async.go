@@ -19,7 +19,7 @@ const (
 	EventQPReqErr         = EventType(ib.EventQPReqErr)         // raised: the QP received an invalid request and went to ERR (QP)
 	EventQPAccessErr      = EventType(ib.EventQPAccessErr)      // raised: the QP received a request its access rights refuse and went to ERR (QP)
 	EventCommEst          = EventType(ib.EventCommEst)          // raised: the QP received its first packet while in RTR (QP)
-	EventSQDrained        = EventType(ib.EventSQDrained)        // IBV_EVENT_SQ_DRAINED (no SQD state here)
+	EventSQDrained        = EventType(ib.EventSQDrained)        // raised: a QP in SQD that asked (QPAttr.EnSQDAsyncNotify) finished the messages it had started (QP)
 	EventPathMig          = EventType(ib.EventPathMig)          // IBV_EVENT_PATH_MIG (no alternate paths here)
 	EventPathMigErr       = EventType(ib.EventPathMigErr)       // IBV_EVENT_PATH_MIG_ERR
 	EventDeviceFatal      = EventType(ib.EventDeviceFatal)      // raised: the device's link closed under it

@@ -105,4 +105,8 @@ type QPAttr struct {
 	// RNRRetry is how often a request is retried after RNR NAKs before it
 	// fails with WCRNRRetryExcErr (RTS); 7 means for ever.
 	RNRRetry uint8
+	// EnSQDAsyncNotify, with QPAttrEnSQDAsyncNotify at RTS → SQD, asks
+	// for EventSQDrained on Device.AsyncEvents once the messages the send
+	// queue had started are all complete (ibv_qp_attr.en_sqd_async_notify).
+	EnSQDAsyncNotify bool
 }

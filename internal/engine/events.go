@@ -39,6 +39,9 @@ func (d *Device) raise(e Event) {
 type qpEvents struct {
 	commEst bool // COMM_EST, for the first packet received in RTR
 	lastWQE bool // LAST_WQE_REACHED, for a QP on an SRQ in the error state
+	// sqDrain is set by an RTS → SQD modify that asked for SQ_DRAINED,
+	// and cleared when the event is raised or the QP leaves SQD.
+	sqDrain bool
 }
 
 // noteReceived raises COMM_EST for the first packet a QP receives in RTR
@@ -72,5 +75,15 @@ func (d *Device) linkDown() {
 	default:
 		d.raise(Event{Type: ib.EventPortErr, Port: 1})
 		d.raise(Event{Type: ib.EventDeviceFatal})
+	}
+}
+
+// noteDrained raises SQ_DRAINED for a QP in SQD that asked for it, once
+// nothing its send queue started is outstanding (IBA 11.6.3.1 and
+// 10.3.1: SQD finishes the messages in progress and starts no more).
+func (qp *QP) noteDrained() {
+	if qp.events.sqDrain && qp.State() == ib.QPStateSQD && qp.oldest() == nil {
+		qp.events.sqDrain = false
+		qp.dev.raise(Event{Type: ib.EventSQDrained, QP: qp})
 	}
 }

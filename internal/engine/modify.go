@@ -40,6 +40,11 @@ func (qp *QP) modify(attr *QPAttr, mask ib.QPAttrMask) error {
 		return err
 	}
 	qp.apply(attr, mask)
+	if next != ib.QPStateSQD {
+		qp.events.sqDrain = false
+	} else if cur == ib.QPStateRTS {
+		qp.events.sqDrain = mask&ib.QPAttrEnSQDAsyncNotify != 0 && attr.EnSQDAsyncNotify
+	}
 	switch next {
 	case ib.QPStateReset:
 		// Publish RESET before emptying the queues: a post checks the

@@ -342,6 +342,7 @@ func (qp *QP) turn() turnEnd {
 		end = turnMore
 	}
 	qp.completeLocal() // mw.go
+	qp.noteDrained()
 	// Otherwise the coalesced ACK goes after the requests: an ACK is
 	// shorter than a request, and a GSO run may end with one shorter
 	// segment, so the answer and the ACK to the peer leave as one

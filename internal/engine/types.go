@@ -137,4 +137,7 @@ type QPAttr struct {
 	Timeout         uint8
 	RetryCnt        uint8
 	RNRRetry        uint8
+	// EnSQDAsyncNotify, with ib.QPAttrEnSQDAsyncNotify at RTS → SQD,
+	// asks for EventSQDrained once the send queue has drained.
+	EnSQDAsyncNotify bool
 }

@@ -1,0 +1,77 @@
+package verbs_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/goverbs/goverbs/verbs"
+	"github.com/goverbs/goverbs/verbs/verbstest"
+)
+
+// TestSQDrained: a QP moved to SQD with EnSQDAsyncNotify finishes the
+// message it had started, raises SQ_DRAINED once that one is complete (its
+// completion is in the CQ when the event comes),
+// starts nothing posted meanwhile until it is back in RTS, and a move to
+// SQD without the notify raises nothing.
+func TestSQDrained(t *testing.T) {
+	for _, link := range links {
+		t.Run(link.String(), func(t *testing.T) {
+			p := verbstest.New(t, verbstest.Options{Link: link})
+			logA := logEvents(p.A.Dev)
+			const n = 16 << 10 // several packets at any path MTU
+			src, dst := p.A.Buffer(t, 2*n, 5), p.B.Buffer(t, 2*n, 0)
+			before := bytes.Clone(dst.Bytes())
+			write := func(id uint64, off int) *verbs.SendWR {
+				return &verbs.SendWR{WRID: id, Opcode: verbs.WRRDMAWrite, Flags: verbs.SendSignaled,
+					SGList: []verbs.SGE{src.SGE(off, n)}, RemoteAddr: dst.Addr() + uint64(off), RKey: dst.RKey()}
+			}
+			sqd := func(notify bool) {
+				t.Helper()
+				mask := verbs.QPAttrState
+				if notify {
+					mask |= verbs.QPAttrEnSQDAsyncNotify
+				}
+				if err := p.A.QP.Modify(&verbs.QPAttr{State: verbs.QPStateSQD, EnSQDAsyncNotify: notify}, mask); err != nil {
+					t.Fatal(err)
+				}
+			}
+			post(t, p.A.QP, write(0, 0))
+			sqd(true)
+			post(t, p.A.QP, write(1, n))
+
+			if ev := logA.wait(t, verbs.EventSQDrained, 1)[0]; ev.QP != p.A.QP {
+				t.Errorf("SQ_DRAINED names %v, want the QP in SQD", ev.QP)
+			}
+			// The event follows the completion: it is in the CQ already.
+			wcs := make([]verbs.WC, 2)
+			if k, err := p.A.SendCQ.Poll(wcs); k != 1 || err != nil || wcs[0].WRID != 0 || wcs[0].Status != verbs.WCSuccess {
+				t.Fatalf("at SQ_DRAINED the send CQ held %d completions (%v): %+v, want WRITE 0's", k, err, wcs[:k])
+			}
+			if !bytes.Equal(dst.Bytes()[:n], src.Bytes()[:n]) {
+				t.Error("the WRITE started before SQD did not arrive whole")
+			}
+			if !bytes.Equal(dst.Bytes()[n:], before[n:]) {
+				t.Error("the WRITE posted in SQD was started")
+			}
+
+			if err := p.A.QP.Modify(&verbs.QPAttr{State: verbs.QPStateRTS}, verbs.QPAttrState); err != nil {
+				t.Fatal(err)
+			}
+			if wc := verbstest.MustPoll(t, p.A.SendCQ, 1)[0]; wc.WRID != 1 || wc.Status != verbs.WCSuccess {
+				t.Fatalf("second completion %+v, want WRITE 1's", wc)
+			}
+			if !bytes.Equal(dst.Bytes()[n:], src.Bytes()[n:]) {
+				t.Error("the WRITE posted in SQD did not arrive whole back in RTS")
+			}
+
+			sqd(false)
+			if err := p.A.Dev.Close(); err != nil {
+				t.Fatal(err)
+			}
+			logA.all(t)
+			if k := logA.count(verbs.EventSQDrained); k != 1 {
+				t.Errorf("%d SQ_DRAINED events, want 1", k)
+			}
+		})
+	}
+}
