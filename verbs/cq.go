@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"sync/atomic"
 
 	"github.com/goverbs/goverbs/internal/engine"
 )
@@ -17,6 +18,8 @@ type CQ struct {
 	// Guarded by ch.mu: the completion events receivers took, and those
 	// acknowledged.
 	events, acked uint64
+
+	empty atomic.Uint32 // Polls that found nothing, for their yields
 
 	// Guarded by dev.mu.
 	closed bool
@@ -35,14 +38,31 @@ var (
 // (ErrCQOverrun), and once the CQ or its device is closed (ErrClosed; a
 // closed device's CQ first returns the flush completions of the close).
 //
-// Poll neither blocks nor yields. The NIC is goroutines of this process,
-// so a loop that only polls holds a processor they need to deliver what
-// it waits for: with GOMAXPROCS=1 (one CPU, or a one-CPU container) they
-// then run only when the runtime preempts the loop, every 10 ms, a
-// hundredfold slowdown (the demo's, before it waited). To wait, use Wait,
-// which receives for the device while it spins and then sleeps, or wait
-// on Notify whenever Poll finds nothing.
+// Poll never blocks. When it finds nothing it receives for the device on
+// the calling goroutine, as Wait does while it spins (doc/design.md §4,
+// "A waiter receives"), and every few such polls it yields the processor:
+// the NIC is goroutines of this process, and a loop spinning on a Poll
+// that did neither held a processor they needed to deliver what it waited
+// for. A WRITE waited for so between two devices of one process took 138
+// µs with two processors and 10 ms with one (the runtime's preemption);
+// now 14 µs, as with Wait. With one processor, a loop that spins on one
+// device's CQ still starves another device of the same process, whose
+// receive loop then sleeps until the runtime looks at the network (10 ms):
+// poll a CQ of each, or use Wait, which sleeps, or Notify.
 func (cq *CQ) Poll(wcs []WC) (int, error) {
+	n, err := cq.poll(wcs)
+	if n == 0 && err == nil {
+		got, yield := cq.dev.e.Progress()
+		if !got && (yield || cq.empty.Add(1)%yieldEvery == 0) {
+			runtime.Gosched()
+		}
+	}
+	return n, err
+}
+
+// poll is Poll without the receiving and yielding, which Wait does its
+// own way.
+func (cq *CQ) poll(wcs []WC) (int, error) {
 	n, err := cq.c.Poll(engineWCs(wcs))
 	switch {
 	case err == nil:
@@ -85,7 +105,7 @@ func (cq *CQ) Wait(ctx context.Context, wcs []WC) (int, error) {
 	cq.dev.e.SettleOwed()
 	received := false
 	for i := 0; ; i++ {
-		n, err := cq.Poll(wcs)
+		n, err := cq.poll(wcs)
 		if n > 0 || err != nil {
 			return n, err
 		}
