@@ -53,7 +53,11 @@ func (e Endpoint) AHAttr() AHAttr {
 }
 
 // ConnectRC moves an RC QP in RESET through INIT, RTR and RTS so that it
-// talks to remote, sending from PSN localPSN.
+// talks to remote, sending from PSN localPSN. A QP already in INIT (moved
+// there with Modify to post receives before the peer can send) is
+// connected the same way, its access flags set again from o.Access. The
+// steps stop at the first that fails, which the error names; the QP stays
+// in the state the steps before it reached.
 func (qp *QP) ConnectRC(localPSN uint32, remote Endpoint, o ConnectOptions) error {
 	return qp.modifySteps("connect RC", []modifyStep{
 		{QPAttr{State: QPStateInit, PortNum: 1, AccessFlags: o.Access},
@@ -67,9 +71,10 @@ func (qp *QP) ConnectRC(localPSN uint32, remote Endpoint, o ConnectOptions) erro
 	})
 }
 
-// ConnectUC moves a UC QP in RESET through INIT, RTR and RTS so that it
-// talks to remote, sending from PSN localPSN. Of the options only Access
-// and PathMTU apply: UC has no ACKs, retries or READs.
+// ConnectUC moves a UC QP in RESET (or INIT) through INIT, RTR and RTS so
+// that it talks to remote, sending from PSN localPSN, as ConnectRC does.
+// Of the options only Access and PathMTU apply: UC has no ACKs, retries or
+// READs.
 func (qp *QP) ConnectUC(localPSN uint32, remote Endpoint, o ConnectOptions) error {
 	return qp.modifySteps("connect UC", []modifyStep{
 		{QPAttr{State: QPStateInit, PortNum: 1, AccessFlags: o.Access},
