@@ -59,7 +59,7 @@ func (e Endpoint) AHAttr() AHAttr {
 // steps stop at the first that fails, which the error names; the QP stays
 // in the state the steps before it reached.
 func (qp *QP) ConnectRC(localPSN uint32, remote Endpoint, o ConnectOptions) error {
-	return qp.modifySteps("connect RC", []modifyStep{
+	return qp.modifySteps("connect RC", QPTypeRC, []modifyStep{
 		{QPAttr{State: QPStateInit, PortNum: 1, AccessFlags: o.Access},
 			QPAttrState | QPAttrPKeyIndex | QPAttrPort | QPAttrAccessFlags},
 		{QPAttr{State: QPStateRTR, PathMTU: qp.pathMTU(o.PathMTU), DestQPN: remote.QPN, RQPSN: remote.PSN,
@@ -76,7 +76,7 @@ func (qp *QP) ConnectRC(localPSN uint32, remote Endpoint, o ConnectOptions) erro
 // Of the options only Access and PathMTU apply: UC has no ACKs, retries or
 // READs.
 func (qp *QP) ConnectUC(localPSN uint32, remote Endpoint, o ConnectOptions) error {
-	return qp.modifySteps("connect UC", []modifyStep{
+	return qp.modifySteps("connect UC", QPTypeUC, []modifyStep{
 		{QPAttr{State: QPStateInit, PortNum: 1, AccessFlags: o.Access},
 			QPAttrState | QPAttrPKeyIndex | QPAttrPort | QPAttrAccessFlags},
 		{QPAttr{State: QPStateRTR, PathMTU: qp.pathMTU(o.PathMTU), DestQPN: remote.QPN, RQPSN: remote.PSN,
@@ -90,12 +90,15 @@ func (qp *QP) ConnectUC(localPSN uint32, remote Endpoint, o ConnectOptions) erro
 // receives the packets that carry qkey and sends from PSN psn, each send
 // to the address handle and QP its work request names.
 func (qp *QP) ReadyUD(qkey, psn uint32) error {
-	return qp.modifySteps("ready UD", []modifyStep{
+	return qp.modifySteps("ready UD", QPTypeUD, []modifyStep{
 		{QPAttr{State: QPStateInit, PortNum: 1, QKey: qkey}, QPAttrState | QPAttrPKeyIndex | QPAttrPort | QPAttrQKey},
 		{QPAttr{State: QPStateRTR}, QPAttrState},
 		{QPAttr{State: QPStateRTS, SQPSN: psn}, QPAttrState | QPAttrSQPSN},
 	})
 }
+
+// readyCall names the call that readies a QP of each type.
+var readyCall = map[QPType]string{QPTypeRC: "ConnectRC", QPTypeUC: "ConnectUC", QPTypeUD: "ReadyUD"}
 
 // modifyStep is one modify of a sequence.
 type modifyStep struct {
@@ -104,8 +107,12 @@ type modifyStep struct {
 }
 
 // modifySteps makes the modifies in turn, stopping at the first that
-// fails, which the error of verb names.
-func (qp *QP) modifySteps(verb string, steps []modifyStep) error {
+// fails, which the error of verb names. A QP not of type typ is refused
+// first, with the call that readies its type.
+func (qp *QP) modifySteps(verb string, typ QPType, steps []modifyStep) error {
+	if t := qp.Type(); t != typ {
+		return errorf(verb, "%w: QP 0x%06x is a %v QP, which %s readies", ErrInvalidArgument, uint32(qp.QPN()), t, readyCall[t])
+	}
 	for _, s := range steps {
 		if err := qp.e.Modify(engineQPAttr(&s.attr), ib.QPAttrMask(s.mask)); err != nil {
 			return errorf(verb, "QP 0x%06x to %v: %w", uint32(qp.QPN()), s.attr.State, err)

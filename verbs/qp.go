@@ -18,6 +18,10 @@ type QP struct {
 // QPN returns the queue pair number.
 func (qp *QP) QPN() QPN { return QPN(qp.e.QPN()) }
 
+// Type returns the QP's transport service type, RC, UC or UD
+// (ibv_qp.qp_type).
+func (qp *QP) Type() QPType { return QPType(qp.e.Type()) }
+
 // State returns the current state; ERR once the QP or its device is
 // closed.
 func (qp *QP) State() QPState { return QPState(qp.e.State()) }

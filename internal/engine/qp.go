@@ -168,6 +168,9 @@ func (d *Device) CreateQP(pd uint32, init *QPInitAttr) (*QP, error) {
 // QPN returns the QP number.
 func (qp *QP) QPN() ib.QPN { return ib.QPN(qp.qpn) }
 
+// Type returns the QP's transport service type.
+func (qp *QP) Type() ib.QPType { return qp.typ }
+
 // State returns the current state.
 func (qp *QP) State() ib.QPState { return ib.QPState(qp.state.Load()) }
 
