@@ -26,10 +26,13 @@ type CQ struct {
 	qps    int // open QPs completing into the CQ, once per queue
 }
 
-// Poll's errors, built once so a failing poll allocates nothing either.
+// Poll's and Wait's errors, built once so a failing poll allocates
+// nothing either.
 var (
 	errPollOverrun = errorf("poll CQ", "%w", ErrCQOverrun)
 	errPollClosed  = errorf("poll CQ", "%w", ErrClosed)
+	errWaitOverrun = errorf("wait CQ", "%w", ErrCQOverrun)
+	errWaitClosed  = errorf("wait CQ", "%w", ErrClosed)
 )
 
 // Poll moves up to len(wcs) completions into wcs and returns how many
@@ -50,7 +53,7 @@ var (
 // receive loop then sleeps until the runtime looks at the network (10 ms):
 // poll a CQ of each, or use Wait, which sleeps, or Notify.
 func (cq *CQ) Poll(wcs []WC) (int, error) {
-	n, err := cq.poll(wcs)
+	n, err := cq.poll(wcs, errPollOverrun, errPollClosed)
 	if n == 0 && err == nil {
 		got, yield := cq.dev.e.Progress()
 		if !got && (yield || cq.empty.Add(1)%yieldEvery == 0) {
@@ -61,16 +64,16 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 }
 
 // poll is Poll without the receiving and yielding, which Wait does its
-// own way.
-func (cq *CQ) poll(wcs []WC) (int, error) {
+// own way; it fails with the caller's overrun or closed error.
+func (cq *CQ) poll(wcs []WC, overrun, closed error) (int, error) {
 	n, err := cq.c.Poll(engineWCs(wcs))
 	switch {
 	case err == nil:
 		return n, nil
 	case errors.Is(err, ErrCQOverrun):
-		return n, errPollOverrun
+		return n, overrun
 	}
-	return n, errPollClosed
+	return n, closed
 }
 
 // Notify returns a channel that receives a value after new completions
@@ -105,7 +108,7 @@ func (cq *CQ) Wait(ctx context.Context, wcs []WC) (int, error) {
 	cq.dev.e.SettleOwed()
 	received := false
 	for i := 0; ; i++ {
-		n, err := cq.poll(wcs)
+		n, err := cq.poll(wcs, errWaitOverrun, errWaitClosed)
 		if n > 0 || err != nil {
 			return n, err
 		}

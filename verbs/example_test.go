@@ -176,5 +176,5 @@ func Example_deviceClose() {
 	fmt.Println(err)
 	// Output:
 	// 1 1 Work Request Flushed Error IBV_WC_RECV <nil>
-	// verbs: poll CQ: closed
+	// verbs: wait CQ: closed
 }

@@ -142,7 +142,7 @@ func TestUseAfterClose(t *testing.T) {
 	_, err = o.cq.Poll(make([]verbs.WC, 1))
 	wantErr(t, "poll a closed CQ", err, verbs.ErrClosed, "poll CQ")
 	_, err = o.cq.Wait(context.Background(), make([]verbs.WC, 1))
-	wantErr(t, "wait on a closed CQ", err, verbs.ErrClosed, "poll CQ")
+	wantErr(t, "wait on a closed CQ", err, verbs.ErrClosed, "wait CQ")
 	wantErr(t, "resize a closed CQ", o.cq.Resize(32), verbs.ErrClosed, "resize CQ")
 	_, err = o.pd.RegMR(make([]byte, 8), verbs.AccessLocalWrite)
 	wantErr(t, "reg MR in a closed PD", err, verbs.ErrClosed, "reg MR")
@@ -224,7 +224,7 @@ func TestDeviceCloseFlushes(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		wantErr(t, "wait on a drained CQ of a closed device", err, verbs.ErrClosed, "poll CQ")
+		wantErr(t, "wait on a drained CQ of a closed device", err, verbs.ErrClosed, "wait CQ")
 	case <-time.After(10 * time.Second):
 		t.Fatal("Wait on a closed device's CQ did not return")
 	}
