@@ -6,6 +6,7 @@ package oob
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"strconv"
@@ -66,12 +67,35 @@ func OpenDevice(name string, addr netip.AddrPort, busyPoll time.Duration) (*verb
 	d, err := verbs.OpenDevice(verbs.DeviceConfig{Name: name, Addr: addr, LinkMTU: LinkMTU, BusyPoll: busyPoll})
 	switch {
 	case errors.Is(err, syscall.EADDRINUSE):
-		return nil, fmt.Errorf("Couldn't get context for the device: %w (is the peer on this host? Each side needs its own address: "+
-			"connect to 127.0.0.2 instead of 127.0.0.1, or give one side --addr)", err)
+		return nil, fmt.Errorf("Couldn't get context for the device: %w (is the peer on this host? %s)", err, oneHost)
 	case err != nil:
 		return nil, fmt.Errorf("Couldn't get context for the device: %w", err)
 	}
 	return d, nil
+}
+
+// oneHost says how two tools on one host keep their devices apart.
+const oneHost = "Each side needs its own address: connect to 127.0.0.2 instead of 127.0.0.1, or give one side --addr"
+
+// PeerGone explains err, a read from the peer over r that failed: a peer
+// that closed the connection (EOF) has said why in its own output, and
+// when both ends are on one address, the usual why is the device address
+// both sides wanted (OpenDevice), which only one could take.
+func PeerGone(r io.Reader, err error) error {
+	if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return err
+	}
+	if c, ok := r.(net.Conn); ok && sameAddr(c.LocalAddr(), c.RemoteAddr()) {
+		return fmt.Errorf("%w (the peer closed the connection: its output says why. %s)", err, oneHost)
+	}
+	return fmt.Errorf("%w (the peer closed the connection: its output says why)", err)
+}
+
+// sameAddr reports whether a and b are TCP addresses of one IP.
+func sameAddr(a, b net.Addr) bool {
+	x, ok1 := a.(*net.TCPAddr)
+	y, ok2 := b.(*net.TCPAddr)
+	return ok1 && ok2 && x.IP.Equal(y.IP)
 }
 
 // DeviceAddr is the RoCE address of a tool's device: addr ("IP" or

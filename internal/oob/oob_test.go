@@ -1,6 +1,8 @@
 package oob
 
 import (
+	"errors"
+	"io"
 	"net"
 	"net/netip"
 	"strings"
@@ -76,5 +78,43 @@ func TestServerHost(t *testing.T) {
 		if host != c.host || usage != c.wantUsage || (err != nil) != c.wantUsage {
 			t.Errorf("ServerHost(%q) = %q, %v, usage %v", c.args, host, err, usage)
 		}
+	}
+}
+
+// TestPeerGone: a read that met the peer's close says the peer's output
+// explains it, and, between two ends of one address, how two tools on
+// one host keep their devices apart; other errors pass unchanged.
+func TestPeerGone(t *testing.T) {
+	for _, c := range []struct {
+		dial     string
+		sameHost bool
+	}{{"127.0.0.1", true}, {"127.0.0.2", false}} {
+		l, err := net.Listen("tcp", c.dial+":0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			if s, err := l.Accept(); err == nil {
+				s.Close()
+			}
+		}()
+		conn, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = io.ReadFull(conn, make([]byte, 8))
+		got := PeerGone(conn, err)
+		conn.Close()
+		l.Close()
+		if !errors.Is(got, io.EOF) || !strings.Contains(got.Error(), "the peer closed the connection") {
+			t.Errorf("dialling %s: %v", c.dial, got)
+		}
+		if strings.Contains(got.Error(), "127.0.0.2 instead") != c.sameHost {
+			t.Errorf("dialling %s: the one-host hint is there: %v, want %v: %v", c.dial, !c.sameHost, c.sameHost, got)
+		}
+	}
+	other := errors.New("reset")
+	if got := PeerGone(strings.NewReader(""), other); got != other {
+		t.Errorf("another error became %v", got)
 	}
 }

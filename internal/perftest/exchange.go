@@ -12,6 +12,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/goverbs/goverbs/internal/oob"
 )
 
 // Version is the perftest version announced: Debian 12's perftest 4.5-0.17
@@ -40,11 +42,12 @@ type Conn struct {
 // NewConn wraps the TCP connection of one side.
 func NewConn(rw io.ReadWriter, server bool) *Conn { return &Conn{rw: rw, server: server} }
 
-// swap sends mine and receives the peer's copy of one item.
+// swap sends mine and receives the peer's copy of one item. A peer that
+// closed the connection is explained (oob.PeerGone).
 func (c *Conn) swap(mine, theirs []byte) error {
 	if c.server {
 		if _, err := io.ReadFull(c.rw, theirs); err != nil {
-			return err
+			return oob.PeerGone(c.rw, err)
 		}
 		_, err := c.rw.Write(mine)
 		return err
@@ -52,8 +55,10 @@ func (c *Conn) swap(mine, theirs []byte) error {
 	if _, err := c.rw.Write(mine); err != nil {
 		return err
 	}
-	_, err := io.ReadFull(c.rw, theirs)
-	return err
+	if _, err := io.ReadFull(c.rw, theirs); err != nil {
+		return oob.PeerGone(c.rw, err)
+	}
+	return nil
 }
 
 // ErrVersion reports a peer too old to talk to.

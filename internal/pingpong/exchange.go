@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/goverbs/goverbs/internal/oob"
 	"github.com/goverbs/goverbs/verbs"
 )
 
@@ -57,8 +58,11 @@ func parseDest(b []byte) (dest, error) {
 }
 
 // readFull reads exactly len(b) bytes: rc_pingpong writes each message
-// with one write, but TCP may deliver it in pieces.
+// with one write, but TCP may deliver it in pieces. A peer that closed
+// the connection is explained (oob.PeerGone).
 func readFull(r io.Reader, b []byte) error {
-	_, err := io.ReadFull(r, b)
-	return err
+	if _, err := io.ReadFull(r, b); err != nil {
+		return oob.PeerGone(r, err)
+	}
+	return nil
 }
