@@ -37,7 +37,10 @@ type ConnectOptions struct {
 
 // DefaultConnectOptions returns the attributes ibv_rc_pingpong uses
 // (timeout 14 ≈ 67 ms, 7 retries, RNR timer 12 = 0.64 ms), with every
-// remote access allowed and 16 outstanding READs/atomics each way.
+// remote access allowed and 16 outstanding READs/atomics each way. The
+// QP's access flags are only the first gate: a remote READ, WRITE or
+// atomic also needs an MR registered with that access and its rkey; set
+// Access to less when the peer is not to have any of them at all.
 func DefaultConnectOptions() ConnectOptions {
 	return ConnectOptions{
 		Access:  AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead | AccessRemoteAtomic,

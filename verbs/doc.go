@@ -26,6 +26,13 @@
 // opcode, QP state), with a [PostError]. Everything else arrives as a work
 // completion whose [WCStatus] prints like ibv_wc_status_str.
 //
+// The verbs may be called from several goroutines at once, as
+// libibverbs' functions may be from several threads: posts to one queue
+// take their place in the order the calls reach it, and any goroutine may
+// poll or wait on a CQ. The NIC itself is goroutines of this process;
+// waiting on a CQ (CQ.Wait, or CQ.Poll in a loop, which receives for the
+// device when it finds nothing) gives them the processor they need.
+//
 // Every object has Close, with libibverbs' order rules: closing a PD with
 // open MRs, QPs, SRQs or AHs, or a CQ or SRQ a QP uses, fails with [ErrBusy]; closing twice
 // returns nil; other use of a closed object fails with [ErrClosed]. Closing

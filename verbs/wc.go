@@ -16,8 +16,9 @@ type WC struct {
 	Opcode WCOpcode
 	// VendorErr is a device-specific error code; always 0 here.
 	VendorErr uint32
-	// ByteLen is the number of bytes received (receive completions) or
-	// transferred (RDMA READ and atomics).
+	// ByteLen is the number of bytes received (receive completions),
+	// transferred (RDMA READ and atomics) or sent (SEND and RDMA WRITE,
+	// the message's length, as rxe reports it).
 	ByteLen uint32
 	// Imm holds the immediate data when Flags has WCFlagWithImm, in host
 	// order, or the rkey a WRSendWithInv invalidated when Flags has

@@ -36,6 +36,8 @@ func (l Link) String() string {
 
 // Options configure a Pair. The zero value works.
 type Options struct {
+	// Link is how the devices are connected: Mem (the zero value), whose
+	// timers run in virtual time inside testing/synctest.Test, or UDP.
 	Link Link
 	// Type is the QPs' transport service; zero means RC.
 	Type verbs.QPType
