@@ -55,12 +55,13 @@ func (e *endpoint) slotBytes(cfg demoConfig, k int) []byte {
 var errStalled = errors.New("no completion within 10 s")
 
 // wait waits for completions on cq (CQ.Wait), failing with errStalled if
-// none comes within 10 s. Waiting, not spinning on Poll, is what lets the
-// devices' goroutines run: with one processor (GOMAXPROCS=1, a one-CPU
-// container or taskset) a goroutine that only polls holds it until the
-// runtime preempts it, every 10 ms, and the demo took 13 s where it now
-// takes 0.15 (12–15 MB/s against 1.3–1.9 GB/s); with two, it took a
-// processor from the devices' goroutines (a third of the rate or less).
+// none comes within 10 s. The demo's two devices share one process, and
+// with one processor (GOMAXPROCS=1, a one-CPU container or taskset) a
+// loop spinning on one device's CQ starves the other device's receive
+// loop until the runtime looks at the network, every 10 ms; Wait sleeps
+// when its spin ends, which lets it run. Spinning on Poll, the demo took
+// 13 s where it now takes 0.15 (12–15 MB/s against 1.3–1.9 GB/s), and
+// with two processors it ran at a third of the rate or less.
 //
 // It returns ctx's error once ctx is done.
 func wait(ctx context.Context, cq *verbs.CQ, wcs []verbs.WC) (int, error) {
