@@ -1,6 +1,7 @@
 package verbs
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/goverbs/goverbs/internal/engine"
@@ -48,6 +49,23 @@ type AsyncEvent struct {
 	CQ   *CQ
 	SRQ  *SRQ
 	Port int
+}
+
+// String describes the event as ibv_event_type_str names its type, with
+// what it concerns: "send queue drained (QP 0x000043)", "port active
+// (port 1)".
+func (e AsyncEvent) String() string {
+	switch {
+	case e.QP != nil:
+		return fmt.Sprintf("%v (QP 0x%06x)", e.Type, uint32(e.QP.QPN()))
+	case e.CQ != nil:
+		return fmt.Sprintf("%v (CQ)", e.Type)
+	case e.SRQ != nil:
+		return fmt.Sprintf("%v (SRQ)", e.Type)
+	case e.Port != 0:
+		return fmt.Sprintf("%v (port %d)", e.Type, e.Port)
+	}
+	return e.Type.String()
 }
 
 // asyncEventDepth is the room AsyncEvents' channel has for a reader that

@@ -1,6 +1,7 @@
 package verbs_test
 
 import (
+	"fmt"
 	"net/netip"
 	"sync"
 	"testing"
@@ -97,6 +98,9 @@ func TestPortEvents(t *testing.T) {
 	if len(evs) < 2 || evs[0] != (verbs.AsyncEvent{Type: verbs.EventPortActive, Port: 1}) ||
 		evs[len(evs)-1] != (verbs.AsyncEvent{Type: verbs.EventPortErr, Port: 1}) {
 		t.Errorf("events %+v, want PORT_ACTIVE first and PORT_ERR last", evs)
+	}
+	if got := fmt.Sprint(evs[0]); got != "port active (port 1)" {
+		t.Errorf("PORT_ACTIVE prints %q", got)
 	}
 }
 

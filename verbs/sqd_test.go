@@ -2,6 +2,7 @@ package verbs_test
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/goverbs/goverbs/verbs"
@@ -39,8 +40,12 @@ func TestSQDrained(t *testing.T) {
 			sqd(true)
 			post(t, p.A.QP, write(1, n))
 
-			if ev := logA.wait(t, verbs.EventSQDrained, 1)[0]; ev.QP != p.A.QP {
+			ev := logA.wait(t, verbs.EventSQDrained, 1)[0]
+			if ev.QP != p.A.QP {
 				t.Errorf("SQ_DRAINED names %v, want the QP in SQD", ev.QP)
+			}
+			if got, want := ev.String(), fmt.Sprintf("send queue drained (QP 0x%06x)", uint32(p.A.QP.QPN())); got != want {
+				t.Errorf("the event prints %q, want %q", got, want)
 			}
 			// The event follows the completion: it is in the CQ already.
 			wcs := make([]verbs.WC, 2)
