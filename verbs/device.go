@@ -86,7 +86,8 @@ const BusyPollOff time.Duration = -1
 // fails with ErrClosed. Closing the Device itself always succeeds: its
 // QPs stop as if moved to the error state, so every outstanding work
 // request completes with WCWRFlushErr, and then its objects fail with
-// ErrClosed, except Close, which still releases them.
+// ErrClosed, except Close, which still releases them in the usual order
+// (a PD with MRs or QPs open still refuses with ErrBusy).
 type Device struct {
 	name string
 	e    *engine.Device
