@@ -55,12 +55,21 @@ var (
 func (cq *CQ) Poll(wcs []WC) (int, error) {
 	n, err := cq.poll(wcs, errPollOverrun, errPollClosed)
 	if n == 0 && err == nil {
-		got, yield := cq.dev.e.Progress()
-		if !got && (yield || cq.empty.Add(1)%yieldEvery == 0) {
-			runtime.Gosched()
-		}
+		cq.progress(cq.empty.Add(1) - 1)
 	}
 	return n, err
+}
+
+// progress receives for the device on the calling goroutine, the k-th
+// time a poll found nothing, and yields the processor when that received
+// nothing and the device asks for it, or every yieldEvery-th time. It
+// reports whether it received.
+func (cq *CQ) progress(k uint32) bool {
+	got, yield := cq.dev.e.Progress()
+	if !got && (yield || k%yieldEvery == yieldEvery-1) {
+		runtime.Gosched()
+	}
+	return got
 }
 
 // poll is Poll without the receiving and yielding, which Wait does its
@@ -118,11 +127,7 @@ func (cq *CQ) Wait(ctx context.Context, wcs []WC) (int, error) {
 				runtime.Gosched()
 				continue
 			}
-			got, yield := cq.dev.e.Progress()
-			received = got
-			if !got && (yield || i%yieldEvery == yieldEvery-1) {
-				runtime.Gosched()
-			}
+			received = cq.progress(uint32(i))
 			continue
 		}
 		select {
