@@ -77,11 +77,21 @@ func OpenDevice(name string, addr netip.AddrPort, busyPoll time.Duration) (*verb
 // oneHost says how two tools on one host keep their devices apart.
 const oneHost = "Each side needs its own address: connect to 127.0.0.2 instead of 127.0.0.1, or give one side --addr"
 
-// PeerGone explains err, a read from the peer over r that failed: a peer
+// ReadFull reads exactly len(b) bytes from the peer over r (a C tool
+// writes each message with one write, but TCP may deliver it in pieces).
+// A peer that closed the connection is explained (peerGone).
+func ReadFull(r io.Reader, b []byte) error {
+	if _, err := io.ReadFull(r, b); err != nil {
+		return peerGone(r, err)
+	}
+	return nil
+}
+
+// peerGone explains err, a read from the peer over r that failed: a peer
 // that closed the connection (EOF) has said why in its own output, and
 // when both ends are on one address, the usual why is the device address
 // both sides wanted (OpenDevice), which only one could take.
-func PeerGone(r io.Reader, err error) error {
+func peerGone(r io.Reader, err error) error {
 	if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return err
 	}

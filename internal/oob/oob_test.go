@@ -81,10 +81,10 @@ func TestServerHost(t *testing.T) {
 	}
 }
 
-// TestPeerGone: a read that met the peer's close says the peer's output
-// explains it, and, between two ends of one address, how two tools on
+// TestReadFullPeerGone: a read that met the peer's close says the peer's
+// output explains it, and, between two ends of one address, how two tools on
 // one host keep their devices apart; other errors pass unchanged.
-func TestPeerGone(t *testing.T) {
+func TestReadFullPeerGone(t *testing.T) {
 	for _, c := range []struct {
 		dial     string
 		sameHost bool
@@ -102,8 +102,7 @@ func TestPeerGone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = io.ReadFull(conn, make([]byte, 8))
-		got := PeerGone(conn, err)
+		got := ReadFull(conn, make([]byte, 8))
 		conn.Close()
 		l.Close()
 		if !errors.Is(got, io.EOF) || !strings.Contains(got.Error(), "the peer closed the connection") {
@@ -114,7 +113,7 @@ func TestPeerGone(t *testing.T) {
 		}
 	}
 	other := errors.New("reset")
-	if got := PeerGone(strings.NewReader(""), other); got != other {
+	if got := peerGone(strings.NewReader(""), other); got != other {
 		t.Errorf("another error became %v", got)
 	}
 }

@@ -43,11 +43,11 @@ type Conn struct {
 func NewConn(rw io.ReadWriter, server bool) *Conn { return &Conn{rw: rw, server: server} }
 
 // swap sends mine and receives the peer's copy of one item. A peer that
-// closed the connection is explained (oob.PeerGone).
+// closed the connection is explained (oob.ReadFull).
 func (c *Conn) swap(mine, theirs []byte) error {
 	if c.server {
-		if _, err := io.ReadFull(c.rw, theirs); err != nil {
-			return oob.PeerGone(c.rw, err)
+		if err := oob.ReadFull(c.rw, theirs); err != nil {
+			return err
 		}
 		_, err := c.rw.Write(mine)
 		return err
@@ -55,10 +55,7 @@ func (c *Conn) swap(mine, theirs []byte) error {
 	if _, err := c.rw.Write(mine); err != nil {
 		return err
 	}
-	if _, err := io.ReadFull(c.rw, theirs); err != nil {
-		return oob.PeerGone(c.rw, err)
-	}
-	return nil
+	return oob.ReadFull(c.rw, theirs)
 }
 
 // ErrVersion reports a peer too old to talk to.

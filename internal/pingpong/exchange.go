@@ -4,11 +4,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
-	"github.com/goverbs/goverbs/internal/oob"
 	"github.com/goverbs/goverbs/verbs"
 )
 
@@ -55,14 +53,4 @@ func parseDest(b []byte) (dest, error) {
 	}
 	d.lid, d.qpn, d.psn = uint16(v[0]), uint32(v[1]), uint32(v[2])&0xffffff
 	return d, nil
-}
-
-// readFull reads exactly len(b) bytes: rc_pingpong writes each message
-// with one write, but TCP may deliver it in pieces. A peer that closed
-// the connection is explained (oob.PeerGone).
-func readFull(r io.Reader, b []byte) error {
-	if _, err := io.ReadFull(r, b); err != nil {
-		return oob.PeerGone(r, err)
-	}
-	return nil
 }

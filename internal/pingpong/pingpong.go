@@ -188,7 +188,7 @@ func printResult(w io.Writer, bytes int64, iters int, usec int64) {
 func (s *session) exchange(c net.Conn, my *dest) (dest, error) {
 	buf := make([]byte, msgSize)
 	if s.cfg.Server == "" {
-		if err := readFull(c, buf); err != nil {
+		if err := oob.ReadFull(c, buf); err != nil {
 			return dest{}, fmt.Errorf("Couldn't read remote address: %w", err)
 		}
 		rem, err := parseDest(buf)
@@ -202,7 +202,7 @@ func (s *session) exchange(c net.Conn, my *dest) (dest, error) {
 			return dest{}, fmt.Errorf("Couldn't send local address: %w", err)
 		}
 		done := make([]byte, 5)
-		if err := readFull(c, done); err != nil || string(done) != "done\x00" {
+		if err := oob.ReadFull(c, done); err != nil || string(done) != "done\x00" {
 			return dest{}, fmt.Errorf("Couldn't read \"done\" message: %v", err)
 		}
 		return rem, nil
@@ -210,7 +210,7 @@ func (s *session) exchange(c net.Conn, my *dest) (dest, error) {
 	if _, err := c.Write(my.marshal()); err != nil {
 		return dest{}, fmt.Errorf("Couldn't send local address: %w", err)
 	}
-	if err := readFull(c, buf); err != nil {
+	if err := oob.ReadFull(c, buf); err != nil {
 		return dest{}, fmt.Errorf("Couldn't read remote address: %w", err)
 	}
 	rem, err := parseDest(buf)

@@ -178,7 +178,7 @@ func (s *srqSession) exchange(c net.Conn, my []dest) ([]dest, error) {
 			return nil, err
 		}
 		done := make([]byte, 5)
-		if err := readFull(c, done); err != nil || string(done) != "done\x00" {
+		if err := oob.ReadFull(c, done); err != nil || string(done) != "done\x00" {
 			return nil, fmt.Errorf("Couldn't read \"done\" message: %v", err)
 		}
 		return rem, nil
@@ -202,7 +202,7 @@ func readDests(c net.Conn) ([]dest, error) {
 	ds := make([]dest, maxSRQQPs)
 	buf := make([]byte, msgSize)
 	for i := range ds {
-		if err := readFull(c, buf); err != nil {
+		if err := oob.ReadFull(c, buf); err != nil {
 			return nil, fmt.Errorf("Couldn't read remote address [%d]: %w", i, err)
 		}
 		var err error
