@@ -181,17 +181,18 @@ func demo(w io.Writer, cfg demoConfig) error {
 	return nil
 }
 
-// packetReport sums the two devices' packets. What was sent again — a
-// tail probe of a flight that stalled (a peer descheduled for a moment,
-// on a busy machine) or a go-back-N — the peer answers as a duplicate,
-// and the answers that come after the original ones are dropped as
-// duplicate responses: counted apart from the drops of packets that were
-// bad or unexpected, which a newcomer would read as lost.
+// packetReport sums the two devices' packets. What was sent again — the
+// go-back-N after a NAK, an RNR NAK or a timeout, or a tail probe of a
+// flight that stalled (a peer descheduled for a moment, on a busy
+// machine) — the peer answers as a duplicate where it had taken it, and
+// the answers that come after the original ones are dropped as duplicate
+// responses: counted apart from the drops of packets that were bad or
+// unexpected, which a newcomer would read as lost.
 func packetReport(w io.Writer, a, b verbs.Counters) {
 	sum := func(c verbs.Counter) uint64 { return a.Get(c) + b.Get(c) }
 	dups := sum(verbs.DropDuplicateResponse)
 	fmt.Fprintf(w, "\n  packets: %d sent, %d received, %d RNR NAKs, %d dropped as bad or unexpected\n",
 		sum(verbs.SentPkts), sum(verbs.RcvdPkts), sum(verbs.SendRNRErr), a.Drops()+b.Drops()-dups)
-	fmt.Fprintf(w, "  resent:  %d (tail probes, and %d retransmission rounds), %d duplicate responses to them dropped\n",
-		sum(verbs.RetransmittedPkts), sum(verbs.CompleterRetryErr), dups)
+	fmt.Fprintf(w, "  resent:  %d packets (tail probes, go-back-N), %d duplicate responses to them dropped\n",
+		sum(verbs.RetransmittedPkts), dups)
 }

@@ -249,6 +249,12 @@ func runSend(a, b *endpoint, cfg demoConfig) (int, error) {
 		},
 		done: func(int, *verbs.WC) error { return nil },
 		r:    r,
+		// A send completes when the peer's NIC took it, before the
+		// receiver goroutine has checked it and posted the receive for
+		// the send depth places later: without this a sender that
+		// runs ahead meets an RNR NAK, and goes back over what it sent
+		// after it (doc/protocol.md §8.2).
+		ready: func(i int) bool { return i < int(r.next.Load())+cfg.depth },
 	})
 	if err != nil {
 		return 0, err
