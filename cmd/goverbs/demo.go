@@ -29,8 +29,9 @@ func demoCmd(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return ignoreHelp(err)
 	}
-	if cfg.size < 8 || cfg.iters < 1 {
-		return fmt.Errorf("%w: -s must be at least 8 and -n at least 1", errUsage)
+	if cfg.size < 8 || cfg.size > maxDemoSize || cfg.iters < 1 {
+		return fmt.Errorf("%w: -s must be 8 to %d and -n at least 1 (each device holds %d messages of -s bytes)",
+			errUsage, maxDemoSize, cfg.depth)
 	}
 	if *pcap != "" {
 		f, err := os.Create(*pcap)
@@ -54,6 +55,11 @@ func demoCmd(args []string, stdout, stderr io.Writer) error {
 
 var defaultDemo = demoConfig{size: 64 << 10, iters: 500, depth: 16}
 
+// maxDemoSize bounds -s so that the two devices' buffers, depth messages
+// each, stay within 2 GiB: a size the machine cannot hold would be
+// killed for want of memory, not refused.
+const maxDemoSize = 64 << 20
+
 // endpoint is one side of the demo: a device with a PD, CQs, a QP and two
 // registered buffers.
 type endpoint struct {
@@ -66,7 +72,7 @@ type endpoint struct {
 	mem      *verbs.Buffer
 }
 
-func openEndpoint(cfg demoConfig, capture io.Writer) (*endpoint, error) {
+func openEndpoint(cfg demoConfig, capture io.Writer) (_ *endpoint, err error) {
 	// Port 0 picks a free UDP port, so the demo runs next to anything
 	// already on 4791 (such as the kernel's rdma_rxe).
 	dev, err := verbs.OpenDevice(verbs.DeviceConfig{Addr: netip.MustParseAddrPort("127.0.0.1:0"), Capture: capture})
@@ -74,6 +80,11 @@ func openEndpoint(cfg demoConfig, capture io.Writer) (*endpoint, error) {
 		return nil, err
 	}
 	e := &endpoint{dev: dev}
+	defer func() {
+		if err != nil {
+			e.close() // what was opened before the failure
+		}
+	}()
 	if e.pd, err = dev.AllocPD(); err != nil {
 		return nil, err
 	}
@@ -104,11 +115,19 @@ func openEndpoint(cfg demoConfig, capture io.Writer) (*endpoint, error) {
 	return e, nil
 }
 
+// close releases what the endpoint holds, as much of it as was opened.
 func (e *endpoint) close() {
-	e.qp.Close()
-	e.buf.Close()
-	e.word.Close()
-	e.mem.Close()
+	if e.qp != nil {
+		e.qp.Close()
+	}
+	for _, mr := range []*verbs.MR{e.buf, e.word} {
+		if mr != nil {
+			mr.Close()
+		}
+	}
+	if e.mem != nil {
+		e.mem.Close()
+	}
 	e.dev.Close()
 }
 

@@ -77,7 +77,7 @@ func TestDecode(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
-	for _, args := range [][]string{nil, {"bogus"}, {"decode"}, {"decode", "-x", "f"}, {"demo", "x"}, {"demo", "-s", "4"}, {"ibv_rc_pingpong", "-m", "100"}} {
+	for _, args := range [][]string{nil, {"bogus"}, {"decode"}, {"decode", "-x", "f"}, {"demo", "x"}, {"demo", "-s", "4"}, {"demo", "-s", "67108865"}, {"demo", "-n", "0"}, {"ibv_rc_pingpong", "-m", "100"}} {
 		var out bytes.Buffer
 		if err := run(args, &out, io.Discard); !errors.Is(err, errUsage) {
 			t.Errorf("%q: err = %v, want a usage error", args, err)
@@ -255,5 +255,18 @@ func TestDemoSendNoRNR(t *testing.T) {
 	}
 	if n := a.dev.Counters().Get(verbs.RetransmittedPkts); n > uint64(cfg.iters/100) {
 		t.Errorf("%d packets resent of %d sends", n, cfg.iters)
+	}
+}
+
+// TestOpenEndpointFailure: an endpoint that fails half-way (here its CQ,
+// too deep for the device) closes the device it opened.
+func TestOpenEndpointFailure(t *testing.T) {
+	before := len(verbs.Devices())
+	if e, err := openEndpoint(demoConfig{size: 8, iters: 1, depth: 1 << 30}, nil); err == nil {
+		e.close()
+		t.Fatal("an endpoint with a CQ of 2^31 entries opened")
+	}
+	if n := len(verbs.Devices()); n != before {
+		t.Errorf("%d devices open after the failure, %d before", n, before)
 	}
 }
