@@ -109,4 +109,9 @@ type QPAttr struct {
 	// for EventSQDrained on Device.AsyncEvents once the messages the send
 	// queue had started are all complete (ibv_qp_attr.en_sqd_async_notify).
 	EnSQDAsyncNotify bool
+	// SQDraining, reported by Query and ignored by Modify, is true in SQD
+	// while messages the send queue had started are still outstanding
+	// (ibv_qp_attr.sq_draining); it turns false when EventSQDrained would
+	// be raised.
+	SQDraining bool
 }

@@ -3,8 +3,12 @@ package verbs_test
 import (
 	"bytes"
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/goverbs/goverbs/conn/memconn"
+	"github.com/goverbs/goverbs/internal/wire"
 	"github.com/goverbs/goverbs/verbs"
 	"github.com/goverbs/goverbs/verbs/verbstest"
 )
@@ -79,4 +83,48 @@ func TestSQDrained(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSQDraining: Query reports SQDraining in SQD while a message the send
+// queue started is unacknowledged (its ACKs lost here), and not once it
+// completed, nor in RTS.
+func TestSQDraining(t *testing.T) {
+	p := verbstest.New(t, verbstest.Options{})
+	var hold atomic.Bool
+	hold.Store(true)
+	p.Net.SetFilter(func(d *memconn.Datagram) memconn.Verdict {
+		if pk := wire.Packet(d.Data); hold.Load() && pk.Validate() == nil && pk.Opcode() == wire.RCAcknowledge {
+			return memconn.Drop
+		}
+		return memconn.Deliver
+	})
+	draining := func(want bool, when string) {
+		t.Helper()
+		a, err := p.A.QP.Query()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.SQDraining != want {
+			t.Errorf("%s: SQDraining %v in %v, want %v", when, a.SQDraining, a.State, want)
+		}
+	}
+	const n = 64
+	src, dst := p.A.Buffer(t, n, 7), p.B.Buffer(t, n, 0)
+	post(t, p.A.QP, &verbs.SendWR{WRID: 1, Opcode: verbs.WRRDMAWrite, Flags: verbs.SendSignaled,
+		SGList: []verbs.SGE{src.SGE(0, n)}, RemoteAddr: dst.Addr(), RKey: dst.RKey()})
+	draining(false, "in RTS with a WRITE outstanding")
+	for deadline := time.Now().Add(10 * time.Second); !bytes.Equal(dst.Bytes(), src.Bytes()); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the WRITE did not arrive")
+		}
+	}
+	if err := p.A.QP.Modify(&verbs.QPAttr{State: verbs.QPStateSQD}, verbs.QPAttrState); err != nil {
+		t.Fatal(err)
+	}
+	draining(true, "in SQD, the WRITE unacknowledged")
+	hold.Store(false) // the tail probe's ACK gets through
+	if wc := verbstest.MustPoll(t, p.A.SendCQ, 1)[0]; wc.WRID != 1 || wc.Status != verbs.WCSuccess {
+		t.Fatalf("completion %+v, want the WRITE's", wc)
+	}
+	draining(false, "in SQD, the WRITE complete")
 }

@@ -185,6 +185,7 @@ func (qp *QP) Query() QPAttr {
 	a.State = qp.State()
 	a.CurState = a.State
 	a.Cap = qp.cap
+	a.SQDraining = a.State == ib.QPStateSQD && qp.oldest() != nil
 	return a
 }
 

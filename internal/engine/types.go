@@ -140,4 +140,7 @@ type QPAttr struct {
 	// EnSQDAsyncNotify, with ib.QPAttrEnSQDAsyncNotify at RTS → SQD,
 	// asks for EventSQDrained once the send queue has drained.
 	EnSQDAsyncNotify bool
+	// SQDraining, from Query only, is set in SQD while messages the
+	// send queue started are still outstanding.
+	SQDraining bool
 }
