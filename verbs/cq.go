@@ -33,6 +33,7 @@ var (
 	errPollClosed  = errorf("poll CQ", "%w", ErrClosed)
 	errWaitOverrun = errorf("wait CQ", "%w", ErrCQOverrun)
 	errWaitClosed  = errorf("wait CQ", "%w", ErrClosed)
+	errWaitEmpty   = errorf("wait CQ", "%w: no room for a completion (empty wcs)", ErrInvalidArgument)
 )
 
 // Poll moves up to len(wcs) completions into wcs and returns how many
@@ -108,12 +109,16 @@ const (
 )
 
 // Wait is Poll that returns only with at least one completion, an error
-// (ErrClosed once the device is closed and its completions are drained),
-// or, once ctx is done, ctx's error. It spins briefly before it sleeps,
+// (ErrClosed once the device is closed and its completions are drained;
+// ErrInvalidArgument at once for an empty wcs, which no completion could
+// end), or, once ctx is done, ctx's error. It spins briefly before it sleeps,
 // and while it spins it receives for the device, on the calling
 // goroutine, whenever the device's receive loop is waiting (doc/design.md
 // §4, "A waiter receives").
 func (cq *CQ) Wait(ctx context.Context, wcs []WC) (int, error) {
+	if len(wcs) == 0 {
+		return 0, errWaitEmpty
+	}
 	cq.dev.e.SettleOwed()
 	received := false
 	for i := 0; ; i++ {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"runtime"
 	"testing"
 	"time"
@@ -71,5 +72,24 @@ func TestWaitSharesReceive(t *testing.T) {
 		if got := binary.BigEndian.Uint32(dstB.Bytes()[i*size:]); got != uint32(i) {
 			t.Fatalf("WRITE %d left %d in its slot", i, got)
 		}
+	}
+}
+
+// TestWaitEmpty: Wait with no room for a completion fails at once, where
+// it would otherwise wait for ever, and takes no completion.
+func TestWaitEmpty(t *testing.T) {
+	p := verbstest.New(t, verbstest.Options{})
+	src, dst := p.A.Buffer(t, 8, 1), p.B.Buffer(t, 8, 0)
+	if err := p.A.QP.PostSend(&verbs.SendWR{WRID: 5, Opcode: verbs.WRRDMAWrite, Flags: verbs.SendSignaled,
+		SGList: []verbs.SGE{src.SGE(0, 8)}, RemoteAddr: dst.Addr(), RKey: dst.RKey()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, wcs := range [][]verbs.WC{nil, {}} {
+		if n, err := p.A.SendCQ.Wait(context.Background(), wcs); n != 0 || !errors.Is(err, verbs.ErrInvalidArgument) {
+			t.Errorf("Wait(%v) = %d, %v; want ErrInvalidArgument", wcs, n, err)
+		}
+	}
+	if wc := verbstest.MustPoll(t, p.A.SendCQ, 1)[0]; wc.WRID != 5 || wc.Status != verbs.WCSuccess {
+		t.Errorf("the completion after the failed waits: %+v", wc)
 	}
 }
