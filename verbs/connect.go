@@ -2,23 +2,6 @@ package verbs
 
 import "github.com/goverbs/goverbs/internal/ib"
 
-// Endpoint is what two sides of a connection exchange out of band
-// (ibv_rc_pingpong sends the same over TCP): QP number, first PSN, GID and,
-// as a goverbs extension, the UDP port when it is not 4791. A UD peer
-// needs the same but the PSN, and the Q_Key agreed on.
-type Endpoint struct {
-	QPN  QPN    // the QP's number, the peer's QPAttr.DestQPN
-	PSN  uint32 // the QP's first send PSN, the peer's QPAttr.RQPSN
-	GID  GID    // the device's GID, the peer's AHAttr.DGID
-	Port uint16 // the device's UDP port, the peer's AHAttr.DestPort
-}
-
-// Endpoint describes this QP for the peer, with psn as its first send PSN.
-func (qp *QP) Endpoint(psn uint32) Endpoint {
-	a := qp.pd.dev.Addr()
-	return Endpoint{QPN: qp.QPN(), PSN: psn & 0xffffff, GID: GIDFromAddr(a.Addr()), Port: a.Port()}
-}
-
 // ConnectOptions are the attributes ConnectRC sets; start from
 // DefaultConnectOptions.
 type ConnectOptions struct {
@@ -56,9 +39,14 @@ func (e Endpoint) AHAttr() AHAttr {
 }
 
 // ConnectRC moves an RC QP in RESET through INIT, RTR and RTS so that it
-// talks to remote, sending from PSN localPSN. A QP already in INIT (moved
-// there with Modify to post receives before the peer can send) is
-// connected the same way, its access flags set again from o.Access. The
+// talks to remote, sending from PSN localPSN (QP.Endpoint says how to
+// choose it). A QP already in INIT, moved there to post receives before
+// the peer can send with
+//
+//	qp.Modify(&verbs.QPAttr{State: verbs.QPStateInit, PortNum: 1, AccessFlags: access},
+//		verbs.QPAttrState|verbs.QPAttrPKeyIndex|verbs.QPAttrPort|verbs.QPAttrAccessFlags)
+//
+// is connected the same way, its access flags set again from o.Access. The
 // steps stop at the first that fails, which the error names; the QP stays
 // in the state the steps before it reached.
 func (qp *QP) ConnectRC(localPSN uint32, remote Endpoint, o ConnectOptions) error {

@@ -1,6 +1,7 @@
 package verbs
 
 import (
+	"fmt"
 	"net/netip"
 
 	"github.com/goverbs/goverbs/internal/ib"
@@ -40,6 +41,43 @@ func (g GID) String() string { return ib.GID(g).String() }
 
 // IsZero reports whether g is all zeros, the unset GID.
 func (g GID) IsZero() bool { return g == GID{} }
+
+// ParseGID reads a GID written as an IP address: String's form, or an
+// IPv4 address, which stands for its IPv4-mapped GID. An address with a
+// zone (fe80::1%eth0) is refused: a GID has none.
+func ParseGID(s string) (GID, error) {
+	g, err := parseGID(s)
+	if err != nil {
+		return GID{}, errorf("parse GID", "%w: %w", ErrInvalidArgument, err)
+	}
+	return g, nil
+}
+
+// parseGID is ParseGID with the bare reason of a failure.
+func parseGID(s string) (GID, error) {
+	a, err := netip.ParseAddr(s)
+	if err == nil && a.Zone() != "" {
+		err = fmt.Errorf("%q has a zone, a GID none", s)
+	}
+	if err != nil {
+		return GID{}, err
+	}
+	return GIDFromAddr(a), nil
+}
+
+// MarshalText returns g.String(), so that a GID travels as text in JSON
+// and the like (a [16]byte would be 16 numbers).
+func (g GID) MarshalText() ([]byte, error) { return []byte(g.String()), nil }
+
+// UnmarshalText sets g from text ParseGID reads.
+func (g *GID) UnmarshalText(text []byte) error {
+	p, err := ParseGID(string(text))
+	if err != nil {
+		return err
+	}
+	*g = p
+	return nil
+}
 
 // MTU is an IB path MTU (enum ibv_mtu): the most payload bytes one packet
 // carries. PortAttr.ActiveMTU is the largest a path may use.
