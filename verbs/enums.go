@@ -24,6 +24,29 @@ type LKey uint32
 // atomic work requests (SendWR.RKey) to name the target region.
 type RKey uint32
 
+// Format prints q as the C tools and this package's errors do, 0x and six
+// hex digits, for %v and %s; other verbs (%d, %x, %#x...) format the
+// number as for a uint32.
+func (q QPN) Format(f fmt.State, verb rune) { formatHex(f, verb, uint32(q), 6) }
+
+// Format prints k as 0x and eight hex digits for %v and %s, as QPN.Format.
+func (k LKey) Format(f fmt.State, verb rune) { formatHex(f, verb, uint32(k), 8) }
+
+// Format prints k as 0x and eight hex digits for %v and %s, as QPN.Format.
+func (k RKey) Format(f fmt.State, verb rune) { formatHex(f, verb, uint32(k), 8) }
+
+// formatHex is the Format of QPN and the keys: v in hex, digits wide, for
+// %v and %s, and as a plain number for any other verb. (A String method
+// would do for %v, but fmt would take it for %x too and print the hex of
+// its text.)
+func formatHex(f fmt.State, verb rune, v uint32, digits int) {
+	if verb == 'v' || verb == 's' {
+		fmt.Fprintf(f, "0x%0*x", digits, v)
+		return
+	}
+	fmt.Fprintf(f, fmt.FormatString(f, verb), v)
+}
+
 // GID is a 16-byte global identifier (union ibv_gid). On RoCEv2 a GID is an
 // IP address: IPv6 as is, IPv4 a.b.c.d as the IPv4-mapped ::ffff:a.b.c.d.
 type GID [16]byte
