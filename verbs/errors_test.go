@@ -2,6 +2,7 @@ package verbs_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/goverbs/goverbs/verbs"
@@ -150,10 +151,13 @@ func TestPostErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := qp.PostSend(&verbs.SendWR{Opcode: verbs.WRSend}); !errors.Is(err, verbs.ErrQPState) {
+	// The error says which state the QP is in and which it needs.
+	if err := qp.PostSend(&verbs.SendWR{Opcode: verbs.WRSend}); !errors.Is(err, verbs.ErrQPState) ||
+		!strings.HasSuffix(err.Error(), ": the QP is in RESET, sends need RTS or later") {
 		t.Errorf("post send in RESET: %v", err)
 	}
-	if err := qp.PostRecv(&verbs.RecvWR{}); !errors.Is(err, verbs.ErrQPState) {
+	if err := qp.PostRecv(&verbs.RecvWR{}); !errors.Is(err, verbs.ErrQPState) ||
+		!strings.HasSuffix(err.Error(), ": the QP is in RESET, receives need INIT or later") {
 		t.Errorf("post recv in RESET: %v", err)
 	}
 }

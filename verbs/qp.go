@@ -1,6 +1,8 @@
 package verbs
 
 import (
+	"fmt"
+
 	"github.com/goverbs/goverbs/internal/engine"
 	"github.com/goverbs/goverbs/internal/ib"
 )
@@ -60,7 +62,7 @@ func (qp *QP) Query() (QPAttr, error) {
 // rkey say, is reported by a work completion.
 func (qp *QP) PostSend(wr *SendWR) error {
 	if i, err := qp.e.PostSend(sendWR(wr)); err != nil {
-		return &PostError{Verb: "post send", QPN: qp.QPN(), Index: i, Err: err}
+		return &PostError{Verb: "post send", QPN: qp.QPN(), Index: i, Err: qp.stateErr(err, "sends need RTS")}
 	}
 	return nil
 }
@@ -69,9 +71,19 @@ func (qp *QP) PostSend(wr *SendWR) error {
 // fails like PostSend.
 func (qp *QP) PostRecv(wr *RecvWR) error {
 	if i, err := qp.e.PostRecv(recvWR(wr)); err != nil {
-		return &PostError{Verb: "post recv", QPN: qp.QPN(), Index: i, Err: err}
+		return &PostError{Verb: "post recv", QPN: qp.QPN(), Index: i, Err: qp.stateErr(err, "receives need INIT")}
 	}
 	return nil
+}
+
+// stateErr adds to a posting error that is ErrQPState the state the QP
+// is in and the one the post needs; the engine's error is a bare
+// sentinel, which a refused post in a hot loop must not allocate.
+func (qp *QP) stateErr(err error, need string) error {
+	if err != ErrQPState {
+		return err
+	}
+	return fmt.Errorf("%w: the QP is in %v, %s or later", err, qp.State(), need)
 }
 
 // Close destroys the queue pair (ibv_destroy_qp): it receives nothing
