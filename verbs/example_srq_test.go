@@ -19,7 +19,8 @@ func Example_sharedReceiveQueue() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	inbox, _ := server.pd.RegMR(make([]byte, 3*64), verbs.AccessLocalWrite)
+	inbox, err := server.pd.RegMR(make([]byte, 3*64), verbs.AccessLocalWrite)
+	check(err)
 	for i := range 3 {
 		if err := srq.PostRecv(&verbs.RecvWR{WRID: uint64(i), SGList: []verbs.SGE{inbox.SGE(64*i, 64)}}); err != nil {
 			log.Fatal(err)
@@ -38,22 +39,24 @@ func Example_sharedReceiveQueue() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		qp.ConnectRC(1, client.qp.Endpoint(2), opts)
-		client.qp.ConnectRC(2, qp.Endpoint(1), opts)
+		check(qp.ConnectRC(1, client.qp.Endpoint(2), opts))
+		check(client.qp.ConnectRC(2, qp.Endpoint(1), opts))
 		names[qp.QPN()] = map[*exampleEnd]string{alice: "alice", bob: "bob"}[client]
 	}
 	for _, m := range []struct {
 		from *exampleEnd
 		text string
 	}{{alice, "hi from alice"}, {bob, "hi from bob"}} {
-		msg, _ := m.from.pd.RegMR([]byte(m.text), 0)
-		m.from.qp.PostSend(&verbs.SendWR{Opcode: verbs.WRSend, SGList: []verbs.SGE{msg.SGE(0, msg.Len())}})
+		msg, err := m.from.pd.RegMR([]byte(m.text), 0)
+		check(err)
+		check(m.from.qp.PostSend(&verbs.SendWR{Opcode: verbs.WRSend, SGList: []verbs.SGE{msg.SGE(0, msg.Len())}}))
 		wc := wait(server.cq)
 		fmt.Printf("WR %d on %s's QP: %s\n", wc.WRID, names[wc.QPNum], inbox.Bytes()[64*wc.WRID:][:wc.ByteLen])
 	}
 	for ev := range server.dev.AsyncEvents() {
 		if ev.Type == verbs.EventSRQLimitReached {
-			a, _ := ev.SRQ.Query()
+			a, err := ev.SRQ.Query()
+			check(err)
 			fmt.Printf("%v (limit now %d)\n", ev.Type, a.SRQLimit)
 			break
 		}

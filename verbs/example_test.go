@@ -7,6 +7,7 @@ import (
 	"io"
 	"log"
 	"net/netip"
+	"time"
 
 	"github.com/goverbs/goverbs/verbs"
 )
@@ -41,17 +42,22 @@ func newEnd() *exampleEnd {
 	return &exampleEnd{dev, pd, cq, qp}
 }
 
-// wait polls cq until one completion arrives.
-func wait(cq *verbs.CQ) verbs.WC {
-	wc := make([]verbs.WC, 1)
-	for {
-		if n, err := cq.Poll(wc); err != nil {
-			log.Fatal(err)
-		} else if n == 1 {
-			return wc[0]
-		}
-		<-cq.Notify()
+// check ends the example on an error, where a program would handle it.
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
 	}
+}
+
+// wait returns the next completion of cq, giving up after 10 seconds.
+func wait(cq *verbs.CQ) verbs.WC {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	wc := make([]verbs.WC, 1)
+	if _, err := cq.Wait(ctx, wc); err != nil {
+		log.Fatal(err)
+	}
+	return wc[0]
 }
 
 // Two devices on loopback UDP connect an RC queue pair and exchange a SEND.
@@ -70,12 +76,18 @@ func Example_send() {
 		log.Fatal(err)
 	}
 
-	inbox, _ := server.pd.RegMR(make([]byte, 64), verbs.AccessLocalWrite)
+	inbox, err := server.pd.RegMR(make([]byte, 64), verbs.AccessLocalWrite)
+	if err != nil {
+		log.Fatal(err)
+	}
 	if err := server.qp.PostRecv(&verbs.RecvWR{WRID: 1, SGList: []verbs.SGE{inbox.SGE(0, 64)}}); err != nil {
 		log.Fatal(err)
 	}
-	msg, _ := client.pd.RegMR([]byte("hello, RDMA"), 0)
-	err := client.qp.PostSend(&verbs.SendWR{WRID: 2, Opcode: verbs.WRSend, Flags: verbs.SendSignaled,
+	msg, err := client.pd.RegMR([]byte("hello, RDMA"), 0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = client.qp.PostSend(&verbs.SendWR{WRID: 2, Opcode: verbs.WRSend, Flags: verbs.SendSignaled,
 		SGList: []verbs.SGE{msg.SGE(0, msg.Len())}})
 	if err != nil {
 		log.Fatal(err)
@@ -97,12 +109,22 @@ func Example_oneSided() {
 	defer server.dev.Close()
 	defer client.dev.Close()
 	opts := verbs.DefaultConnectOptions()
-	server.qp.ConnectRC(1, client.qp.Endpoint(2), opts)
-	client.qp.ConnectRC(2, server.qp.Endpoint(1), opts)
+	if err := server.qp.ConnectRC(1, client.qp.Endpoint(2), opts); err != nil {
+		log.Fatal(err)
+	}
+	if err := client.qp.ConnectRC(2, server.qp.Endpoint(1), opts); err != nil {
+		log.Fatal(err)
+	}
 
-	remote, _ := server.pd.RegMR(make([]byte, 64), verbs.AccessLocalWrite|verbs.AccessRemoteWrite|
+	remote, err := server.pd.RegMR(make([]byte, 64), verbs.AccessLocalWrite|verbs.AccessRemoteWrite|
 		verbs.AccessRemoteRead|verbs.AccessRemoteAtomic)
-	local, _ := client.pd.RegMR(make([]byte, 64), verbs.AccessLocalWrite)
+	if err != nil {
+		log.Fatal(err)
+	}
+	local, err := client.pd.RegMR(make([]byte, 64), verbs.AccessLocalWrite)
+	if err != nil {
+		log.Fatal(err)
+	}
 	copy(local.Bytes(), "one-sided")
 
 	ops := []verbs.SendWR{

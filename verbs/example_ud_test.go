@@ -15,8 +15,10 @@ func newUDEnd(qkey uint32) *exampleEnd {
 	if err != nil {
 		log.Fatal(err)
 	}
-	pd, _ := dev.AllocPD()
-	cq, _ := dev.CreateCQ(16)
+	pd, err := dev.AllocPD()
+	check(err)
+	cq, err := dev.CreateCQ(16)
+	check(err)
 	qp, err := pd.CreateQP(&verbs.QPInitAttr{Type: verbs.QPTypeUD, SendCQ: cq, RecvCQ: cq,
 		Cap: verbs.QPCap{MaxSendWR: 8, MaxRecvWR: 8}})
 	if err != nil {
@@ -38,7 +40,8 @@ func Example_datagram() {
 	defer server.dev.Close()
 	defer client.dev.Close()
 
-	inbox, _ := server.pd.RegMR(make([]byte, 40+64), verbs.AccessLocalWrite)
+	inbox, err := server.pd.RegMR(make([]byte, 40+64), verbs.AccessLocalWrite)
+	check(err)
 	if err := server.qp.PostRecv(&verbs.RecvWR{WRID: 1, SGList: []verbs.SGE{inbox.SGE(0, inbox.Len())}}); err != nil {
 		log.Fatal(err)
 	}
@@ -47,7 +50,8 @@ func Example_datagram() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	msg, _ := client.pd.RegMR([]byte("hello, datagram"), 0)
+	msg, err := client.pd.RegMR([]byte("hello, datagram"), 0)
+	check(err)
 	err = client.qp.PostSend(&verbs.SendWR{Opcode: verbs.WRSend, SGList: []verbs.SGE{msg.SGE(0, msg.Len())},
 		AH: ah, RemoteQPN: server.qp.QPN(), RemoteQKey: qkey})
 	if err != nil {
