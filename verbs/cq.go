@@ -168,7 +168,7 @@ func (cq *CQ) Close() error {
 		return nil
 	}
 	if cq.qps > 0 {
-		return errorf("destroy CQ", "%w: %d QP queue(s) complete into it", ErrBusy, cq.qps)
+		return errorf("destroy CQ", "%w: QPs complete into it (%d send and receive queues; close the QPs first)", ErrBusy, cq.qps)
 	}
 	if cq.ch != nil {
 		if n := cq.ch.dropEvents(cq); n > 0 {

@@ -1,11 +1,13 @@
 package verbs
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/netip"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/goverbs/goverbs/conn"
@@ -106,6 +108,16 @@ var registry struct {
 	next int
 }
 
+// listenErr is OpenDevice's error for a device that could not listen;
+// on the default address (defaulted), taken, it says how to choose
+// another.
+func listenErr(err error, defaulted bool) error {
+	if defaulted && errors.Is(err, syscall.EADDRINUSE) {
+		return errorf("open device", "%w (the default address is taken, by another device or the kernel's rdma_rxe: set DeviceConfig.Addr, with port 0 for a free port)", err)
+	}
+	return errorf("open device", "%w", err)
+}
+
 // OpenDevice creates a software RDMA device and starts it.
 func OpenDevice(cfg DeviceConfig) (*Device, error) {
 	bind := cfg.Bind
@@ -113,10 +125,13 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 		addr := cfg.Addr
 		if !addr.Addr().IsValid() {
 			addr = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), conn.RoCEv2Port)
+		} else if addr.Addr().IsUnspecified() {
+			// The device's GID is its address, which a peer needs.
+			return nil, errorf("open device", "%w: DeviceConfig.Addr %v is no address of this host (the device's GID is its IP address): use one, or 127.0.0.1", ErrInvalidArgument, addr)
 		}
 		b, err := conn.ListenUDP(addr)
 		if err != nil {
-			return nil, errorf("open device", "%w", err)
+			return nil, listenErr(err, !cfg.Addr.Addr().IsValid())
 		}
 		b.SetBusyPoll(cfg.BusyPoll)
 		bind = b

@@ -83,7 +83,11 @@ func wantErr(t *testing.T, what string, err, target error, verb string) {
 func TestCloseBusy(t *testing.T) {
 	o := newObjects(t)
 	wantErr(t, "close PD with an MR and a QP", o.pd.Close(), verbs.ErrBusy, "close PD")
-	wantErr(t, "close CQ with a QP", o.cq.Close(), verbs.ErrBusy, "destroy CQ")
+	err := o.cq.Close()
+	wantErr(t, "close CQ with a QP", err, verbs.ErrBusy, "destroy CQ")
+	if err != nil && !strings.HasSuffix(err.Error(), "QPs complete into it (2 send and receive queues; close the QPs first)") {
+		t.Errorf("close CQ with a QP: %q does not say what uses it", err)
+	}
 	if err := o.qp.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -251,6 +255,7 @@ func TestCreateQPBadArguments(t *testing.T) {
 		{&verbs.QPInitAttr{Type: verbs.QPTypeRC, SendCQ: o.cq, Cap: c}, "no receive CQ"},
 		{&verbs.QPInitAttr{Type: verbs.QPTypeRC, SendCQ: other, RecvCQ: o.cq, Cap: c}, "send CQ belongs to another device"},
 		{&verbs.QPInitAttr{Type: verbs.QPTypeRC, SendCQ: o.cq, RecvCQ: other, Cap: c}, "receive CQ belongs to another device"},
+		{&verbs.QPInitAttr{SendCQ: o.cq, RecvCQ: o.cq, Cap: c}, "QPInitAttr.Type is not set (RC, UC or UD)"},
 	} {
 		_, err := o.pd.CreateQP(c.attr)
 		wantErr(t, c.why, err, verbs.ErrInvalidArgument, "create QP")
@@ -260,8 +265,22 @@ func TestCreateQPBadArguments(t *testing.T) {
 	}
 	_, err = o.pd.CreateQP(&verbs.QPInitAttr{Type: 8, SendCQ: o.cq, RecvCQ: o.cq, Cap: c}) // IBV_QPT_RAW_PACKET
 	wantErr(t, "raw packet QP", err, verbs.ErrNotSupported, "create QP")
-	_, err = o.pd.CreateQP(&verbs.QPInitAttr{Type: verbs.QPTypeRC, SendCQ: o.cq, RecvCQ: o.cq})
-	wantErr(t, "no queue capacity", err, verbs.ErrBadCapability, "create QP")
+	// A capacity out of range is named.
+	for _, c := range []struct {
+		cap verbs.QPCap
+		why string
+	}{
+		{verbs.QPCap{}, "MaxSendWR 0, must be 1 to 16384"},
+		{verbs.QPCap{MaxSendWR: 1}, "MaxRecvWR 0, must be 1 to 16384"},
+		{verbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxRecvSGE: 33}, "MaxRecvSGE 33, must be 0 to 32"},
+		{verbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxInlineData: 513}, "MaxInlineData 513, must be 0 to 512"},
+	} {
+		_, err = o.pd.CreateQP(&verbs.QPInitAttr{Type: verbs.QPTypeRC, SendCQ: o.cq, RecvCQ: o.cq, Cap: c.cap})
+		wantErr(t, c.why, err, verbs.ErrBadCapability, "create QP")
+		if err != nil && !strings.HasSuffix(err.Error(), c.why) {
+			t.Errorf("%q does not say %q", err, c.why)
+		}
+	}
 	if err := o.qp.Modify(nil, verbs.QPAttrState); !errors.Is(err, verbs.ErrInvalidArgument) {
 		t.Errorf("modify with nil attributes: %v", err)
 	}
@@ -341,5 +360,27 @@ func TestFailedRecvOpcode(t *testing.T) {
 	wc := verbstest.MustPoll(t, p.B.RecvCQ, 1)[0]
 	if wc.WRID != 7 || wc.Status != verbs.WCLocLenErr || wc.Opcode != verbs.WCRecv || wc.Opcode.String() != "IBV_WC_RECV" {
 		t.Errorf("receive completion %+v, want WR 7, local length error, IBV_WC_RECV", wc)
+	}
+}
+
+// TestOpenDeviceUnspecified: a device asked for on no address of the
+// host is refused before it binds.
+func TestOpenDeviceUnspecified(t *testing.T) {
+	for _, a := range []string{"0.0.0.0:0", "[::]:4791"} {
+		d, err := verbs.OpenDevice(verbs.DeviceConfig{Addr: netip.MustParseAddrPort(a)})
+		if err == nil {
+			d.Close()
+		}
+		wantErr(t, a, err, verbs.ErrInvalidArgument, "open device")
+	}
+}
+
+// TestConnectZeroEndpoint: connecting to the zero Endpoint, a peer's
+// that never arrived, fails at RTR saying the GID is missing.
+func TestConnectZeroEndpoint(t *testing.T) {
+	o := newObjects(t)
+	err := o.qp.ConnectRC(1, verbs.Endpoint{}, verbs.DefaultConnectOptions())
+	if !errors.Is(err, verbs.ErrInvalidArgument) || !strings.Contains(err.Error(), "DGID is zero: a zero Endpoint?") {
+		t.Errorf("connect to the zero Endpoint: %v", err)
 	}
 }

@@ -48,8 +48,10 @@ func (d *Device) checkAV(a *AHAttr) error {
 	bad := func(what string, v any) error { return fmt.Errorf("%w: %s %v", ErrInvalidArgument, what, v) }
 	dst := a.DGID.Addr().Unmap()
 	switch {
-	case !a.IsGlobal || a.DGID.IsZero():
-		return bad("address vector (RoCE needs a GRH with the peer's GID)", a.DGID)
+	case !a.IsGlobal:
+		return fmt.Errorf("%w: address vector without a GRH (RoCE needs one, with the peer's GID: IsGlobal)", ErrInvalidArgument)
+	case a.DGID.IsZero():
+		return fmt.Errorf("%w: address vector without the peer's GID (DGID is zero: a zero Endpoint?)", ErrInvalidArgument)
 	case a.SGIDIndex != 0:
 		return bad("SGID index (the device has one GID, index 0)", a.SGIDIndex)
 	case a.PortNum > 1:

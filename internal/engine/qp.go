@@ -99,7 +99,10 @@ var (
 // CreateQP creates a QP in the RESET state in protection domain pd.
 func (d *Device) CreateQP(pd uint32, init *QPInitAttr) (*QP, error) {
 	kind := kindOf(init.Type)
-	if kind == nil {
+	switch {
+	case init.Type == 0:
+		return nil, fmt.Errorf("%w: QPInitAttr.Type is not set (RC, UC or UD)", ErrInvalidArgument)
+	case kind == nil:
 		return nil, fmt.Errorf("type %v: %w", init.Type, ErrNotSupported)
 	}
 	if init.SendCQ == nil || init.RecvCQ == nil {
@@ -123,10 +126,8 @@ func (d *Device) CreateQP(pd uint32, init *QPInitAttr) (*QP, error) {
 		}
 		c.MaxRecvWR, c.MaxRecvSGE = 1, s.maxSGE // its own receive queue stays empty
 	}
-	if c.MaxSendWR == 0 || c.MaxSendWR > MaxQPWR || c.MaxRecvWR == 0 || c.MaxRecvWR > MaxQPWR ||
-		c.MaxSendSGE > MaxSGE || c.MaxRecvSGE > MaxSGE || c.MaxInlineData > MaxInlineData {
-		return nil, fmt.Errorf("%+v: %w (WRs 1..%d, SGEs ≤ %d, inline ≤ %d)",
-			c, ErrBadCapability, MaxQPWR, MaxSGE, MaxInlineData)
+	if err := c.check(); err != nil {
+		return nil, err
 	}
 	c.MaxSendSGE = max(c.MaxSendSGE, 1)
 	c.MaxRecvSGE = max(c.MaxRecvSGE, 1)

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+
 	"github.com/goverbs/goverbs/internal/ib"
 	"github.com/goverbs/goverbs/internal/mem"
 )
@@ -89,6 +91,24 @@ type QPCap struct {
 	MaxSendWR, MaxRecvWR   uint32
 	MaxSendSGE, MaxRecvSGE uint32
 	MaxInlineData          uint32
+}
+
+// check returns ErrBadCapability naming the first capacity out of range:
+// the work request counts have no default, the SGE counts default to 1.
+func (c *QPCap) check() error {
+	for _, f := range [...]struct {
+		name    string
+		v, l, h uint32
+	}{
+		{"MaxSendWR", c.MaxSendWR, 1, MaxQPWR}, {"MaxRecvWR", c.MaxRecvWR, 1, MaxQPWR},
+		{"MaxSendSGE", c.MaxSendSGE, 0, MaxSGE}, {"MaxRecvSGE", c.MaxRecvSGE, 0, MaxSGE},
+		{"MaxInlineData", c.MaxInlineData, 0, MaxInlineData},
+	} {
+		if f.v < f.l || f.v > f.h {
+			return fmt.Errorf("%w: %s %d, must be %d to %d", ErrBadCapability, f.name, f.v, f.l, f.h)
+		}
+	}
+	return nil
 }
 
 // QPInitAttr describes a QP to create (struct ibv_qp_init_attr).
