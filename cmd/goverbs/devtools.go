@@ -8,6 +8,7 @@ import (
 	"net/netip"
 
 	"github.com/goverbs/goverbs/internal/devinfo"
+	"github.com/goverbs/goverbs/internal/toolflag"
 	"github.com/goverbs/goverbs/verbs"
 )
 
@@ -43,14 +44,15 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parse parses args and turns flag errors into usage errors.
+// parse parses args and turns flag errors into usage errors (those of
+// the flag package marked as printed already).
 func parse(fs *flag.FlagSet, args []string) error {
-	err := fs.Parse(args)
+	err := toolflag.Shown(fs.Parse(args))
 	if err == nil && fs.NArg() > 0 {
 		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	return err
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/goverbs/goverbs/internal/devinfo"
 	"github.com/goverbs/goverbs/internal/perftest"
 	"github.com/goverbs/goverbs/internal/pingpong"
+	"github.com/goverbs/goverbs/internal/toolflag"
 	"github.com/goverbs/goverbs/verbs"
 )
 
@@ -44,7 +45,10 @@ func main() {
 		stop()
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "goverbs:", err)
+		var shown *toolflag.ShownError
+		if !errors.As(err, &shown) {
+			fmt.Fprintln(os.Stderr, "goverbs:", err)
+		}
 		if errors.Is(err, errUsage) {
 			os.Exit(2)
 		}
@@ -98,7 +102,7 @@ func perftestTool(name string, args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	cfg.Stats = statsAtExit(cfg.Counters, stderr)
 	return perftest.Run(cfg, stdout)
@@ -113,7 +117,7 @@ func pingpongTool(prog string, run func(pingpong.Config, io.Writer) error) func(
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("%w: %v", errUsage, err)
+			return fmt.Errorf("%w: %w", errUsage, err)
 		}
 		cfg.Stats = statsAtExit(cfg.PrintStats, stderr)
 		return run(cfg, stdout)
@@ -164,14 +168,25 @@ func run(args []string, stdout, stderr io.Writer) error {
 	case "demo":
 		return demoCmd(rest, stdout, stderr)
 	case "codec":
-		if len(rest) != 0 {
-			return fmt.Errorf("%w: codec takes no arguments", errUsage)
+		fs := newFlagSet("codec", stderr)
+		fs.Usage = func() {
+			fmt.Fprintln(stderr, "usage: goverbs codec\n  build an RC SEND and its ACK with the RoCEv2 codec, print and verify them")
+		}
+		if err := parse(fs, rest); err != nil {
+			return ignoreHelp(err)
 		}
 		return codecDemo(stdout)
 	case "decode":
 		fs := newFlagSet("decode", stderr)
+		fs.Usage = func() {
+			fmt.Fprintln(stderr, "usage: goverbs decode [-all-ports] FILE")
+			fs.PrintDefaults()
+		}
 		all := fs.Bool("all-ports", false, "decode UDP datagrams to every port, not only 4791")
-		if err := fs.Parse(rest); err != nil || fs.NArg() != 1 {
+		if err := toolflag.Shown(fs.Parse(rest)); err != nil {
+			return ignoreHelp(fmt.Errorf("%w: %w", errUsage, err))
+		}
+		if fs.NArg() != 1 {
 			return fmt.Errorf("%w: decode [-all-ports] FILE", errUsage)
 		}
 		return decodeFile(fs.Arg(0), *all, stdout)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/goverbs/goverbs/internal/golden"
+	"github.com/goverbs/goverbs/internal/toolflag"
 	"github.com/goverbs/goverbs/verbs"
 
 	"bytes"
@@ -83,9 +84,32 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("%q: err = %v, want a usage error", args, err)
 		}
 	}
+	// A flag the flag package refused it printed with the usage, which
+	// main then does not print again; what the command refuses itself, it
+	// does. -h is no error.
+	for _, c := range []struct {
+		args  []string
+		shown bool
+	}{{[]string{"demo", "-s", "abc"}, true}, {[]string{"decode", "-x"}, true}, {[]string{"codec", "-x"}, true},
+		{[]string{"ib_write_bw", "-s", "abc"}, true}, {[]string{"ibv_rc_pingpong", "--bogus"}, true},
+		{[]string{"demo", "x"}, false}, {[]string{"decode"}, false}, {[]string{"ib_write_bw", "-c", "XYZ"}, false}} {
+		var shown *toolflag.ShownError
+		if err := run(c.args, io.Discard, io.Discard); !errors.Is(err, errUsage) || errors.As(err, &shown) != c.shown {
+			t.Errorf("%q: err = %v, want a usage error, printed by the flag package: %v", c.args, err, c.shown)
+		}
+	}
+	for _, args := range [][]string{{"codec", "-h"}, {"decode", "-h"}, {"demo", "-h"}, {"ib_write_bw", "-h"}, {"ibv_devinfo", "-h"}} {
+		var usage bytes.Buffer
+		if err := run(args, io.Discard, &usage); err != nil || usage.Len() == 0 {
+			t.Errorf("%q: %v, %d bytes of usage", args, err, usage.Len())
+		}
+	}
 	var out bytes.Buffer
 	if err := run([]string{"decode", filepath.Join(t.TempDir(), "missing.pcap")}, &out, io.Discard); err == nil || errors.Is(err, errUsage) {
 		t.Errorf("missing file: %v", err)
+	}
+	if err := run([]string{"decode", "main_test.go"}, &out, io.Discard); err == nil || !strings.Contains(err.Error(), "not a pcap file") {
+		t.Errorf("decoding a Go file: %v", err)
 	}
 	if err := run([]string{"help"}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "decode [-all-ports] FILE") {
 		t.Errorf("help: %v %q", err, out.String())

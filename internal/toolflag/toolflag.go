@@ -5,6 +5,7 @@
 package toolflag
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -63,7 +64,7 @@ func New(prog string, stderr io.Writer, opts []Option) *Set {
 func (s *Set) Parse(args []string) (operands []string, given map[string]bool, err error) {
 	for {
 		if err := s.fs.Parse(args); err != nil {
-			return nil, nil, err
+			return nil, nil, Shown(err)
 		}
 		if s.fs.NArg() == 0 {
 			break
@@ -95,4 +96,22 @@ func (s *Set) Usage() {
 		}
 		fmt.Fprintf(s.stderr, "%-32s %s\n", names, o.Usage)
 	}
+}
+
+// ShownError is a parse error that the flag package has printed already,
+// with the usage, so that the command need not print it again.
+type ShownError struct{ Err error }
+
+func (e *ShownError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *ShownError) Unwrap() error { return e.Err }
+
+// Shown marks an error of flag.FlagSet.Parse as printed, but for
+// flag.ErrHelp (the usage asked for, not an error) and nil.
+func Shown(err error) error {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return &ShownError{err}
 }

@@ -33,7 +33,8 @@ type Reader struct {
 func NewReader(r io.Reader) (*Reader, error) {
 	pr, err := pcapgo.NewReader(r)
 	if err != nil {
-		return nil, fmt.Errorf("pcapread: %w", err)
+		// pcapgo says "Unknown magic 746f6f72" of any other file.
+		return nil, fmt.Errorf("pcapread: not a pcap file (pcapng is not read either: save as pcap): %w", err)
 	}
 	if pr.LinkType() != layers.LinkTypeEthernet {
 		return nil, fmt.Errorf("pcapread: link type %v, want Ethernet", pr.LinkType())
