@@ -212,6 +212,6 @@ func packetReport(w io.Writer, a, b verbs.Counters) {
 	dups := sum(verbs.DropDuplicateResponse)
 	fmt.Fprintf(w, "\n  packets: %d sent, %d received, %d RNR NAKs, %d dropped as bad or unexpected\n",
 		sum(verbs.SentPkts), sum(verbs.RcvdPkts), sum(verbs.SendRNRErr), a.Drops()+b.Drops()-dups)
-	fmt.Fprintf(w, "  resent:  %d packets (tail probes, go-back-N), %d duplicate responses to them dropped\n",
+	fmt.Fprintf(w, "  resent:  %d packets (tail probes after a late ACK, or go-back-N), %d duplicate responses to them dropped\n",
 		sum(verbs.RetransmittedPkts), dups)
 }

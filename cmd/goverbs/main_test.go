@@ -254,7 +254,7 @@ func TestPacketReport(t *testing.T) {
 	var out bytes.Buffer
 	packetReport(&out, a, b)
 	want := "\n  packets: 140 sent, 137 received, 2 RNR NAKs, 2 dropped as bad or unexpected\n" +
-		"  resent:  4 packets (tail probes, go-back-N), 3 duplicate responses to them dropped\n"
+		"  resent:  4 packets (tail probes after a late ACK, or go-back-N), 3 duplicate responses to them dropped\n"
 	if out.String() != want {
 		t.Errorf("packetReport:\n%q\nwant\n%q", out.String(), want)
 	}
