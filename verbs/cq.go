@@ -47,12 +47,11 @@ var (
 // "A waiter receives"), and every few such polls it yields the processor:
 // the NIC is goroutines of this process, and a loop spinning on a Poll
 // that did neither held a processor they needed to deliver what it waited
-// for. A WRITE waited for so between two devices of one process took 138
-// µs with two processors and 10 ms with one (the runtime's preemption);
-// now 14 µs, as with Wait. With one processor, a loop that spins on one
-// device's CQ still starves another device of the same process, whose
-// receive loop then sleeps until the runtime looks at the network (10 ms):
-// poll a CQ of each, or use Wait, which sleeps, or Notify.
+// for (doc/performance.md has the figures). With one processor, a loop
+// that spins on one device's CQ still starves another device of the same
+// process, whose receive loop then sleeps until the runtime looks at the
+// network (10 ms): poll a CQ of each, or use Wait, which sleeps, or
+// Notify.
 func (cq *CQ) Poll(wcs []WC) (int, error) {
 	n, err := cq.poll(wcs, errPollOverrun, errPollClosed)
 	if n == 0 && err == nil {

@@ -45,8 +45,12 @@ func (pd *PD) usable() error {
 }
 
 // RegMR registers buf with the given access rights (ibv_reg_mr). buf may be
-// any byte slice or the memory of a Buffer; it must stay alive and must not
-// move until the MR is closed.
+// any byte slice — make([]byte, n) will do: the MR holds it, so it stays
+// alive, and Go does not move what it allocates — or the memory of a
+// Buffer (page-aligned, outside the heap), which must stay open until the
+// MR is closed. The MR is that memory, not a copy: what the program writes
+// into buf is what a peer READs, and an append that reallocates buf
+// leaves the MR on the old array.
 func (pd *PD) RegMR(buf []byte, access AccessFlags) (*MR, error) {
 	const verb = "reg MR"
 	if len(buf) == 0 {
