@@ -21,11 +21,30 @@ type deviceFlags struct {
 	linkMTU int
 }
 
-func (f *deviceFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.name, "d", "goverbs0", "use device `NAME`")
-	fs.StringVar(&f.name, "ib-dev", "goverbs0", "use device `NAME`")
-	fs.StringVar(&f.addr, "addr", "127.0.0.1", "goverbs: the device's IP `address`")
-	fs.IntVar(&f.linkMTU, "link-mtu", 0, "goverbs: MTU of the link under the device (0: the MTU of the interface with the address, as rxe)")
+// options are the tools' options of the device, in the words of
+// rdma-core's, and goverbs' own.
+func (f *deviceFlags) options() []toolflag.Option {
+	f.name, f.addr = "goverbs0", "127.0.0.1"
+	return []toolflag.Option{
+		toolflag.Opt("d", "ib-dev", "dev", "use IB device <dev> (default goverbs0)", &f.name),
+		toolflag.Opt("", "addr", "ip", "goverbs: the device's IP address (default 127.0.0.1)", &f.addr),
+		toolflag.Opt("", "link-mtu", "mtu", "goverbs: MTU of the link under the device (default: the MTU of the interface with the address, as rxe)", &f.linkMTU),
+	}
+}
+
+// parseDevTool parses the options of a device tool, which takes no
+// operands.
+func parseDevTool(prog, header string, opts []toolflag.Option, args []string, stderr io.Writer) error {
+	fs := toolflag.New(prog, stderr, opts)
+	fs.Header = header
+	operands, _, err := fs.Parse(args)
+	if err == nil && len(operands) > 0 {
+		err = fmt.Errorf("unexpected argument %q", operands[0])
+	}
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	return err
 }
 
 // open opens the device on an ephemeral UDP port: describing it must not
@@ -58,38 +77,34 @@ func parse(fs *flag.FlagSet, args []string) error {
 }
 
 func ibvDevinfo(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("ibv_devinfo", stderr)
 	var df deviceFlags
-	df.register(fs)
-	port := fs.Int("i", 0, "use `port` of the device (default all ports)")
-	fs.IntVar(port, "ib-port", 0, "use `port` of the device (default all ports)")
-	list := fs.Bool("l", false, "print only the device names")
-	fs.BoolVar(list, "list", false, "print only the device names")
-	verbose := fs.Bool("v", false, "print all the attributes of the device")
-	fs.BoolVar(verbose, "verbose", false, "print all the attributes of the device")
-	if err := parse(fs, args); err != nil {
+	var port int
+	var list, verbose bool
+	opts := append(df.options(),
+		toolflag.Opt("i", "ib-port", "port", "use port <port> of IB device (default all ports)", &port),
+		toolflag.Opt("l", "list", "", "print only the IB devices names", &list),
+		toolflag.Opt("v", "verbose", "", "print all the attributes of the IB device(s)", &verbose))
+	if err := parseDevTool("ibv_devinfo", "Usage: ibv_devinfo             print the ca attributes\n", opts, args, stderr); err != nil {
 		return ignoreHelp(err)
 	}
-	if *port < 0 {
-		return fmt.Errorf("%w: invalid port %d", errUsage, *port)
+	if port < 0 {
+		return fmt.Errorf("%w: invalid port %d", errUsage, port)
 	}
 	d, err := df.open()
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	if *list {
+	if list {
 		fmt.Fprintf(stdout, "1 HCA found:\n\t%s\n\n", d.Name())
 		return nil
 	}
-	return devinfo.DevInfo(stdout, d, *port, *verbose)
+	return devinfo.DevInfo(stdout, d, port, verbose)
 }
 
 func ibvDevices(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("ibv_devices", stderr)
 	var df deviceFlags
-	df.register(fs)
-	if err := parse(fs, args); err != nil {
+	if err := parseDevTool("ibv_devices", "Usage: ibv_devices             list the IB devices\n", df.options(), args, stderr); err != nil {
 		return ignoreHelp(err)
 	}
 	d, err := df.open()
@@ -101,6 +116,8 @@ func ibvDevices(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// ignoreHelp turns the flag package's ErrHelp (-h: the usage is printed)
+// into success.
 func ignoreHelp(err error) error {
 	if errors.Is(err, flag.ErrHelp) {
 		return nil

@@ -195,6 +195,16 @@ func TestDeviceTools(t *testing.T) {
 		!strings.Contains(out.String(), "\t\t\tGID[  0]:\t\t::ffff:127.0.0.1, RoCE v2\n") {
 		t.Errorf("ibv_devinfo -v: %q, %v", out.String(), err)
 	}
+	// The usage is rdma-core's, in the perftest tools' layout.
+	var usage bytes.Buffer
+	if err := run([]string{"ibv_devinfo", "--help"}, io.Discard, &usage); err != nil ||
+		!strings.HasPrefix(usage.String(), "Usage: ibv_devinfo ") || !strings.Contains(usage.String(), "\n  -d, --ib-dev=<dev> ") {
+		t.Errorf("ibv_devinfo --help: %v\n%s", err, usage.String())
+	}
+	out.Reset()
+	if err := run([]string{"ibv_devinfo", "--ib-dev=gv8", "--list"}, &out, io.Discard); err != nil || out.String() != "1 HCA found:\n\tgv8\n\n" {
+		t.Errorf("ibv_devinfo --ib-dev=gv8 --list: %q, %v", out.String(), err)
+	}
 	for _, bad := range [][]string{{"ibv_devinfo", "-i", "-1"}, {"ibv_devinfo", "--addr", "x"}, {"ibv_devices", "extra"},
 		{"ib_write_bw", "-n", "4"}, {"ib_read_lat", "--nonsense"}} {
 		if err := run(bad, io.Discard, io.Discard); !errors.Is(err, errUsage) {

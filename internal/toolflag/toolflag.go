@@ -26,6 +26,10 @@ func Opt(short, long, arg, usage string, p any) Option {
 
 // Set is a tool's options.
 type Set struct {
+	// Header is the usage's first lines, before the options; New sets the
+	// client/server tools' (doc/tools.md), a tool that is neither says
+	// what it does.
+	Header string
 	prog   string
 	stderr io.Writer
 	opts   []Option
@@ -34,7 +38,8 @@ type Set struct {
 
 // New returns the options of prog; errors and usage go to stderr.
 func New(prog string, stderr io.Writer, opts []Option) *Set {
-	s := &Set{prog: prog, stderr: stderr, opts: opts, fs: flag.NewFlagSet(prog, flag.ContinueOnError)}
+	s := &Set{prog: prog, stderr: stderr, opts: opts, fs: flag.NewFlagSet(prog, flag.ContinueOnError),
+		Header: fmt.Sprintf("Usage:\n  %s            start a server and wait for connection\n  %s <host>     connect to server at <host>\n", prog, prog)}
 	s.fs.SetOutput(stderr)
 	s.fs.Usage = s.Usage
 	for _, o := range opts {
@@ -80,7 +85,7 @@ func (s *Set) Parse(args []string) (operands []string, given map[string]bool, er
 // Usage prints the tools' usage: how to start a server or a client, then
 // one line per option.
 func (s *Set) Usage() {
-	fmt.Fprintf(s.stderr, "Usage:\n  %s            start a server and wait for connection\n  %s <host>     connect to server at <host>\n\nOptions:\n", s.prog, s.prog)
+	fmt.Fprintf(s.stderr, "%s\nOptions:\n", s.Header)
 	for _, o := range s.opts {
 		var names string
 		switch {
