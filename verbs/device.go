@@ -19,7 +19,9 @@ import (
 // DeviceConfig describes a software RDMA device. The zero value is a device
 // on 127.0.0.1:4791.
 type DeviceConfig struct {
-	// Name is the device name; "" picks "goverbs0", "goverbs1", ….
+	// Name is the device name, unique among the devices open in the
+	// process (OpenDevice refuses one in use); "" picks the first of
+	// "goverbs0", "goverbs1", … that is free.
 	Name string
 	// Addr is the IP address and UDP port to bind. The zero value means
 	// 127.0.0.1 on the RoCEv2 port 4791; an address with port 0 gets a
@@ -102,10 +104,13 @@ type Device struct {
 	async asyncEvents
 }
 
-var registry struct {
+// registry is the devices open in this process (Devices).
+var registry deviceRegistry
+
+type deviceRegistry struct {
 	sync.Mutex
 	devs []*Device
-	next int
+	next int // the number of the next "goverbsN" name to try
 }
 
 // listenErr is OpenDevice's error for a device that could not listen;
@@ -156,14 +161,30 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 	}
 	registry.Lock()
 	defer registry.Unlock()
-	d := &Device{name: cfg.Name, e: e}
-	d.async.start(e)
-	if d.name == "" {
-		d.name = fmt.Sprintf("goverbs%d", registry.next)
+	name := cfg.Name
+	for name == "" || registry.named(name) != nil {
+		if cfg.Name != "" {
+			e.Close()
+			return nil, errorf("open device", "%w: name %q is in use by an open device (Devices)", ErrInvalidArgument, name)
+		}
+		name = fmt.Sprintf("goverbs%d", registry.next)
 		registry.next++
 	}
+	d := &Device{name: name, e: e}
+	d.async.start(e)
 	registry.devs = append(registry.devs, d)
 	return d, nil
+}
+
+// named returns the open device called name, or nil. registry must be
+// held.
+func (r *deviceRegistry) named(name string) *Device {
+	for _, d := range r.devs {
+		if d.name == name {
+			return d
+		}
+	}
+	return nil
 }
 
 // Devices returns the devices open in this process (ibv_get_device_list).

@@ -3,8 +3,11 @@ package verbs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/netip"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -382,5 +385,51 @@ func TestConnectZeroEndpoint(t *testing.T) {
 	err := o.qp.ConnectRC(1, verbs.Endpoint{}, verbs.DefaultConnectOptions())
 	if !errors.Is(err, verbs.ErrInvalidArgument) || !strings.Contains(err.Error(), "DGID is zero: a zero Endpoint?") {
 		t.Errorf("connect to the zero Endpoint: %v", err)
+	}
+}
+
+// TestDeviceNames: a name is one device's while it is open, as the
+// kernel's device names are; the names picked for unnamed devices pass
+// over one in use.
+func TestDeviceNames(t *testing.T) {
+	net := memconn.NewNetwork(memconn.Options{})
+	open := func(name string, ip string) (*verbs.Device, error) {
+		l, err := net.Listen(netip.MustParseAddrPort(ip + ":4791"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := verbs.OpenDevice(verbs.DeviceConfig{Name: name, Bind: l})
+		if err == nil {
+			t.Cleanup(func() { d.Close() })
+		}
+		return d, err
+	}
+	a, err := open("gvname", "10.9.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = open("gvname", "10.9.0.2")
+	wantErr(t, "a second device named gvname", err, verbs.ErrInvalidArgument, "open device")
+	if slices.ContainsFunc(verbs.Devices(), func(d *verbs.Device) bool { return d != a && d.Name() == "gvname" }) {
+		t.Error("the refused device is listed")
+	}
+	a.Close()
+	if _, err := open("gvname", "10.9.0.3"); err != nil {
+		t.Errorf("the name of a closed device: %v", err)
+	}
+	// Unnamed devices get goverbsN names, none of them taken.
+	u1, err := open("", "10.9.0.4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var next string
+	fmt.Sscanf(u1.Name(), "goverbs%s", &next)
+	n, _ := strconv.Atoi(next)
+	if _, err := open(fmt.Sprintf("goverbs%d", n+1), "10.9.0.5"); err != nil {
+		t.Fatal(err)
+	}
+	u2, err := open("", "10.9.0.6")
+	if err != nil || u2.Name() == fmt.Sprintf("goverbs%d", n+1) || u2.Name() == u1.Name() {
+		t.Errorf("unnamed devices %q then %q, with goverbs%d taken (%v)", u1.Name(), u2.Name(), n+1, err)
 	}
 }
