@@ -3,6 +3,7 @@ package verbs_test
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -96,6 +97,65 @@ func TestManyQPs(t *testing.T) {
 				t.Fatalf("%d pairs took %v", pairs, elapsed)
 			}
 		})
+	}
+}
+
+// TestQPMemory: a connected QP with small queues, which has sent and
+// received, holds a few KiB of its own, not the room of its largest
+// possible burst: its receive ring and transmit batch grow when a burst
+// comes (a connected QP held 210 KiB, 160 of them its receive ring).
+func TestQPMemory(t *testing.T) {
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	pairs := 500
+	if raceEnabled {
+		pairs = 100
+	}
+	p := verbstest.New(t, verbstest.Options{CQSize: 2 * pairs})
+	src, dst := p.A.Buffer(t, 64, 3), p.B.Buffer(t, 64*pairs, 0)
+	c := verbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4}
+	newQP := func(s *verbstest.Side) *verbs.QP {
+		qp, err := s.PD.CreateQP(&verbs.QPInitAttr{Type: verbs.QPTypeRC, SendCQ: s.SendCQ, RecvCQ: s.RecvCQ, Cap: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return qp
+	}
+	before := heap()
+	qps := make([]*verbs.QP, 0, 2*pairs)
+	o := verbs.DefaultConnectOptions()
+	for i := range pairs {
+		a, b := newQP(p.A), newQP(p.B)
+		if err := a.ConnectRC(1, b.Endpoint(2), o); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.ConnectRC(2, a.Endpoint(1), o); err != nil {
+			t.Fatal(err)
+		}
+		post(t, a, &verbs.SendWR{Opcode: verbs.WRRDMAWrite, Flags: verbs.SendSignaled, SGList: []verbs.SGE{src.SGE(0, 64)},
+			RemoteAddr: dst.Addr() + uint64(64*i), RKey: dst.RKey()})
+		qps = append(qps, a, b)
+	}
+	for _, wc := range verbstest.MustPoll(t, p.A.SendCQ, pairs) {
+		if wc.Status != verbs.WCSuccess {
+			t.Fatalf("WRITE: %v", wc.Status)
+		}
+	}
+	perQP := (float64(heap()) - float64(before)) / float64(len(qps))
+	t.Logf("%d connected QPs: %.1f KiB each", len(qps), perQP/1024)
+	if perQP > 32<<10 {
+		t.Errorf("a connected QP holds %.1f KiB, want at most 32", perQP/1024)
+	}
+	if !bytes.Equal(dst.Bytes()[64*(pairs-1):], src.Bytes()) {
+		t.Error("the last WRITE did not arrive")
+	}
+	for _, qp := range qps {
+		qp.Close()
 	}
 }
 

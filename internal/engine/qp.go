@@ -13,8 +13,13 @@ import (
 )
 
 // inboundDepth is how many received packets a QP queues before the receive
-// loop drops (a NIC's receive ring).
-const inboundDepth = 4096
+// loop drops (a NIC's receive ring). The ring starts at inboundStart and
+// doubles when a burst fills it (Device.enqueue): a QP that never sees
+// one holds 64 slots, not 4096 (160 KiB of a connected QP's 210 did).
+const (
+	inboundDepth = 4096
+	inboundStart = 64
+)
 
 // QP is a queue pair.
 //
@@ -137,7 +142,7 @@ func (d *Device) CreateQP(pd uint32, init *QPInitAttr) (*QP, error) {
 		srq:      init.SRQ,
 		sq:       queue.New[sendWQE](int(c.MaxSendWR)),
 		rq:       queue.New[recvWQE](int(c.MaxRecvWR)),
-		inbound:  queue.New[inPkt](inboundDepth),
+		inbound:  queue.New[inPkt](inboundStart),
 	}
 	// Report the rounded-up queue sizes, as providers do.
 	c.MaxSendWR, c.MaxRecvWR = uint32(qp.sq.Cap()), uint32(qp.rq.Cap())

@@ -191,6 +191,15 @@ func (d *Device) queueBatch(rb *rxBatch, got int) {
 // if the ring is full, and returns ready with qp on it.
 func (d *Device) enqueue(qp *QP, p inPkt, ready []*QP) []*QP {
 	slot := qp.inbound.Reserve()
+	if slot == nil && qp.inbound.Cap() < inboundDepth {
+		// The QP's turn, the ring's consumer, runs under mu; the receive
+		// gate makes this the one producer. No turn waits on a receive,
+		// so the wait here is at most one turn's.
+		qp.mu.Lock()
+		qp.inbound.Grow()
+		qp.mu.Unlock()
+		slot = qp.inbound.Reserve()
+	}
 	if slot == nil {
 		d.counters.inc(DropRxOverflow)
 		p.free()

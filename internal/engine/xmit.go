@@ -41,25 +41,39 @@ type xmitBatch struct {
 	// ACK), and taking them from the shared pool and putting them back
 	// cost a tenth of BenchmarkWriteLatEngine's time.
 	spare []*pktBuf
+	// max is the most packets the batch holds (init); it starts with
+	// room for xmitStart and doubles when a turn fills it (grow), so that
+	// a QP that never streams does not hold room for a stream's turn.
+	max int
 }
 
 // xmitSpares is how many buffers a QP's batch keeps between flushes, at
-// pktBufSize bytes each.
-const xmitSpares = 2
+// pktBufSize bytes each; xmitStart is how many packets a new batch has
+// room for, a ping-pong's turn's and more.
+const (
+	xmitSpares = 2
+	xmitStart  = 8
+)
 
-// init sizes the batch to hold a whole turn, a turnBudget of requests, the
+// init bounds the batch at a whole turn, a turnBudget of requests, the
 // rest of their last run (extends) and a turnBudget of responses or ACKs,
 // and at least the link's batch: one Send per turn, which the link splits
 // into system calls as it must (a GSO link carries up to a few hundred
-// packets in one). A run longer than a turnBudget is cut by a flush.
+// packets in one). A run longer than a turnBudget is cut by a flush. The
+// room grows to that bound as turns need it (start).
 func (x *xmitBatch) init(linkBatch int) {
-	size := max(linkBatch, 3*turnBudget)
-	x.msgs = make([]conn.Message, size)
-	x.bufs = make([]*pktBuf, size)
-	x.pkts = make([]wire.Packet, size)
-	x.refs = make([]mem.Ref, size)
-	x.sealed = make([]uint16, size)
+	x.max = max(linkBatch, 3*turnBudget)
+	x.resize(min(xmitStart, x.max))
 	x.spare = make([]*pktBuf, 0, xmitSpares)
+}
+
+// resize gives the batch room for size packets, keeping those it holds.
+func (x *xmitBatch) resize(size int) {
+	x.msgs = append(make([]conn.Message, 0, size), x.msgs...)[:size]
+	x.bufs = append(make([]*pktBuf, 0, size), x.bufs...)[:size]
+	x.pkts = append(make([]wire.Packet, 0, size), x.pkts...)[:size]
+	x.refs = append(make([]mem.Ref, 0, size), x.refs...)[:size]
+	x.sealed = append(make([]uint16, 0, size), x.sealed...)[:size]
 }
 
 // bth returns the BTH fields of a packet to the QP's peer: opcode op and
@@ -73,7 +87,11 @@ func (qp *QP) bth(op wire.Opcode, psn wire.PSN) wire.BTHFields {
 // queue.
 func (x *xmitBatch) start(qp *QP, f *wire.BTHFields, payloadLen int) wire.Packet {
 	if x.n == len(x.msgs) {
-		x.flush(qp)
+		if x.n < x.max {
+			x.resize(min(2*x.n, x.max))
+		} else {
+			x.flush(qp)
+		}
 	}
 	var b *pktBuf
 	if k := len(x.spare); k > 0 {
@@ -162,7 +180,7 @@ func (x *xmitBatch) extendRun(size int, limit func(int) int) {
 // joins reports whether a packet of size bytes added now would join the
 // run the batch ends with, and the batch has room for it.
 func (x *xmitBatch) joins(size int) bool {
-	return x.runLen > 0 && !x.runShut && size <= x.runSize && x.runLen < x.runMax && x.n < len(x.msgs)
+	return x.runLen > 0 && !x.runShut && size <= x.runSize && x.runLen < x.runMax && x.n < x.max
 }
 
 // abort frees the buffer of a packet started but not queued.

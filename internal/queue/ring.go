@@ -80,3 +80,16 @@ func (r *Ring[T]) Pop() {
 
 // Reset empties the ring. Both sides must be quiescent.
 func (r *Ring[T]) Reset() { r.head.Store(r.tail.Load()) }
+
+// Grow doubles the ring's capacity, keeping its entries, their order and
+// their indexes. The producer calls it, while the consumer is excluded
+// (the caller's lock): a ring that starts small costs memory only where
+// bursts come.
+func (r *Ring[T]) Grow() {
+	slots := make([]T, 2*len(r.slots))
+	mask := uint32(len(slots) - 1)
+	for i := r.head.Load(); i != r.tail.Load(); i++ {
+		slots[i&mask] = r.slots[i&r.mask]
+	}
+	r.slots, r.mask = slots, mask
+}

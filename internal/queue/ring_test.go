@@ -110,3 +110,44 @@ func BenchmarkRing(b *testing.B) {
 		r.Pop()
 	}
 }
+
+// TestRingGrow: a full ring grows, keeping its entries in order at the
+// same indexes, across the counters' wrap, and takes more.
+func TestRingGrow(t *testing.T) {
+	r := New[uint32](4)
+	r.head.Store(^uint32(0) - 1) // the entries straddle the wrap
+	r.tail.Store(^uint32(0) - 1)
+	for i := range uint32(4) {
+		*r.Reserve() = i
+		r.Commit()
+	}
+	r.Pop() // the ring is full again with 1..4
+	*r.Reserve() = 4
+	r.Commit()
+	r.Grow()
+	if r.Cap() != 8 || r.Len() != 4 {
+		t.Fatalf("after Grow: Cap %d Len %d, want 8 and 4", r.Cap(), r.Len())
+	}
+	for i := range uint32(4) {
+		if got := *r.At(r.Head() + i); got != i+1 {
+			t.Errorf("At(Head+%d) = %d, want %d", i, got, i+1)
+		}
+	}
+	for i := uint32(5); i < 9; i++ {
+		s := r.Reserve()
+		if s == nil {
+			t.Fatalf("Reserve of entry %d in the grown ring failed", i)
+		}
+		*s = i
+		r.Commit()
+	}
+	if r.Reserve() != nil {
+		t.Error("the grown ring took a ninth entry")
+	}
+	for want := uint32(1); want < 9; want++ {
+		if got := *r.Peek(); got != want {
+			t.Fatalf("Peek = %d, want %d", got, want)
+		}
+		r.Pop()
+	}
+}
