@@ -110,7 +110,6 @@ var registry deviceRegistry
 type deviceRegistry struct {
 	sync.Mutex
 	devs []*Device
-	next int // the number of the next "goverbsN" name to try
 }
 
 // listenErr is OpenDevice's error for a device that could not listen;
@@ -125,12 +124,20 @@ func listenErr(err error, defaulted bool) error {
 
 // OpenDevice creates a software RDMA device and starts it.
 func OpenDevice(cfg DeviceConfig) (*Device, error) {
+	// A name in use is refused before anything is opened; taking it is
+	// checked again once the device is made, for two opens at once.
+	registry.Lock()
+	_, err := registry.nameFor(cfg.Name)
+	registry.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	bind := cfg.Bind
 	if bind == nil {
 		addr := cfg.Addr
 		if !addr.Addr().IsValid() {
 			addr = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), conn.RoCEv2Port)
-		} else if addr.Addr().IsUnspecified() {
+		} else if addr.Addr().Unmap().IsUnspecified() {
 			// The device's GID is its address, which a peer needs.
 			return nil, errorf("open device", "%w: DeviceConfig.Addr %v is no address of this host (the device's GID is its IP address): use one, or 127.0.0.1", ErrInvalidArgument, addr)
 		}
@@ -161,14 +168,10 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 	}
 	registry.Lock()
 	defer registry.Unlock()
-	name := cfg.Name
-	for name == "" || registry.named(name) != nil {
-		if cfg.Name != "" {
-			e.Close()
-			return nil, errorf("open device", "%w: name %q is in use by an open device (Devices)", ErrInvalidArgument, name)
-		}
-		name = fmt.Sprintf("goverbs%d", registry.next)
-		registry.next++
+	name, err := registry.nameFor(cfg.Name)
+	if err != nil {
+		e.Close()
+		return nil, err
 	}
 	d := &Device{name: name, e: e}
 	d.async.start(e)
@@ -176,8 +179,24 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 	return d, nil
 }
 
-// named returns the open device called name, or nil. registry must be
-// held.
+// nameFor returns the name a new device asking for want gets: want, unless
+// an open device has it (ErrInvalidArgument), or for "" the first of
+// goverbs0, goverbs1, … that none has. r must be held.
+func (r *deviceRegistry) nameFor(want string) (string, error) {
+	if want != "" {
+		if r.named(want) != nil {
+			return "", errorf("open device", "%w: name %q is in use by an open device (Devices)", ErrInvalidArgument, want)
+		}
+		return want, nil
+	}
+	for i := 0; ; i++ {
+		if name := fmt.Sprintf("goverbs%d", i); r.named(name) == nil {
+			return name, nil
+		}
+	}
+}
+
+// named returns the open device called name, or nil. r must be held.
 func (r *deviceRegistry) named(name string) *Device {
 	for _, d := range r.devs {
 		if d.name == name {

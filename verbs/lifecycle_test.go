@@ -369,7 +369,7 @@ func TestFailedRecvOpcode(t *testing.T) {
 // TestOpenDeviceUnspecified: a device asked for on no address of the
 // host is refused before it binds.
 func TestOpenDeviceUnspecified(t *testing.T) {
-	for _, a := range []string{"0.0.0.0:0", "[::]:4791"} {
+	for _, a := range []string{"0.0.0.0:0", "[::]:4791", "[::ffff:0.0.0.0]:0"} {
 		d, err := verbs.OpenDevice(verbs.DeviceConfig{Addr: netip.MustParseAddrPort(a)})
 		if err == nil {
 			d.Close()
@@ -431,5 +431,10 @@ func TestDeviceNames(t *testing.T) {
 	u2, err := open("", "10.9.0.6")
 	if err != nil || u2.Name() == fmt.Sprintf("goverbs%d", n+1) || u2.Name() == u1.Name() {
 		t.Errorf("unnamed devices %q then %q, with goverbs%d taken (%v)", u1.Name(), u2.Name(), n+1, err)
+	}
+	// A name freed is the first free again.
+	u1.Close()
+	if u3, err := open("", "10.9.0.7"); err != nil || u3.Name() != u1.Name() {
+		t.Errorf("after %q closed, an unnamed device got %v (%v)", u1.Name(), u3, err)
 	}
 }
