@@ -39,8 +39,14 @@ func (e Endpoint) String() string {
 }
 
 // MarshalText returns e.String(), so that an Endpoint travels as text in
-// JSON, flags and the like.
-func (e Endpoint) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
+// JSON, flags and the like. A QPN or PSN beyond 24 bits, which no QP has
+// and ParseEndpoint would refuse, fails with ErrInvalidArgument.
+func (e Endpoint) MarshalText() ([]byte, error) {
+	if e.QPN > 0xffffff || e.PSN > 0xffffff {
+		return nil, errorf("marshal endpoint", "%w: QPN %#x or PSN %#x beyond 24 bits", ErrInvalidArgument, uint32(e.QPN), e.PSN)
+	}
+	return []byte(e.String()), nil
+}
 
 // UnmarshalText sets e from text in String's form (ParseEndpoint).
 func (e *Endpoint) UnmarshalText(text []byte) error {
@@ -52,18 +58,20 @@ func (e *Endpoint) UnmarshalText(text []byte) error {
 	return nil
 }
 
-// ParseEndpoint reads an endpoint in String's form. The QPN and PSN may be
-// written in decimal too, and the GID as an IPv4 address, which stands
-// for its IPv4-mapped GID.
+// ParseEndpoint reads an endpoint in String's form, space around its
+// fields (a line's newline) ignored. The QPN and PSN are hex after 0x,
+// decimal otherwise, and the GID may be an IPv4 address, which stands for
+// its IPv4-mapped GID.
 func ParseEndpoint(s string) (Endpoint, error) {
 	var e Endpoint
-	fields := strings.Split(s, ", ")
+	fields := strings.Split(s, ",")
 	keys := [...]string{"QPN", "PSN", "GID", "port"}
 	if len(fields) != len(keys) {
 		return e, endpointErr(s, errors.New(`want "QPN q, PSN p, GID g, port n"`))
 	}
 	for i, f := range fields {
-		key, v, ok := strings.Cut(f, " ")
+		key, v, ok := strings.Cut(strings.TrimSpace(f), " ")
+		v = strings.TrimSpace(v)
 		if !ok || key != keys[i] {
 			return e, endpointErr(s, fmt.Errorf("field %d is %q, want %s and its value", i+1, f, keys[i]))
 		}
@@ -71,11 +79,11 @@ func ParseEndpoint(s string) (Endpoint, error) {
 		switch i {
 		case 0:
 			var n uint64
-			n, err = strconv.ParseUint(v, 0, 24)
+			n, err = parse24(v)
 			e.QPN = QPN(n)
 		case 1:
 			var n uint64
-			n, err = strconv.ParseUint(v, 0, 24)
+			n, err = parse24(v)
 			e.PSN = uint32(n)
 		case 2:
 			e.GID, err = parseGID(v)
@@ -92,6 +100,18 @@ func ParseEndpoint(s string) (Endpoint, error) {
 		}
 	}
 	return e, nil
+}
+
+// parse24 reads a 24-bit number, hex after 0x or 0X, decimal otherwise
+// (leading zeros too, which strconv's base 0 would take for octal).
+func parse24(v string) (uint64, error) {
+	if h, ok := strings.CutPrefix(v, "0x"); ok {
+		return strconv.ParseUint(h, 16, 24)
+	}
+	if h, ok := strings.CutPrefix(v, "0X"); ok {
+		return strconv.ParseUint(h, 16, 24)
+	}
+	return strconv.ParseUint(v, 10, 24)
 }
 
 func endpointErr(s string, err error) error {

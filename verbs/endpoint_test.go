@@ -39,11 +39,20 @@ func TestEndpointText(t *testing.T) {
 			t.Errorf("JSON %s read back as %+v, %v", js, m["qp"], err)
 		}
 	}
-	// Decimal numbers and a plain IPv4 address are read too.
-	e, err := verbs.ParseEndpoint("QPN 17, PSN 41394, GID 10.0.0.1, port 4791")
+	// Decimal numbers, leading zeros and all, a plain IPv4 address, and
+	// space around the fields, a line's newline among it, are read too.
 	want := verbs.Endpoint{QPN: 17, PSN: 41394, GID: verbs.GIDFromAddr(netip.MustParseAddr("10.0.0.1")), Port: 4791}
-	if err != nil || e != want {
-		t.Errorf("decimal form: %+v, %v; want %+v", e, err, want)
+	for _, text := range []string{"QPN 17, PSN 41394, GID 10.0.0.1, port 4791", "QPN 000017, PSN 041394, GID 10.0.0.1, port 4791\n",
+		" QPN 0X11 ,PSN  0xa1b2,GID ::ffff:10.0.0.1,  port 4791\r\n"} {
+		if e, err := verbs.ParseEndpoint(text); err != nil || e != want {
+			t.Errorf("ParseEndpoint(%q) = %+v, %v; want %+v", text, e, err, want)
+		}
+	}
+	// What no QP has does not go out as text that would not read back.
+	for _, e := range []verbs.Endpoint{{QPN: 1 << 24}, {PSN: 1 << 24}} {
+		if _, err := json.Marshal(e); !errors.Is(err, verbs.ErrInvalidArgument) {
+			t.Errorf("JSON of %+v: %v, want ErrInvalidArgument", e, err)
+		}
 	}
 }
 
@@ -62,6 +71,10 @@ func TestParseEndpointErrors(t *testing.T) {
 		{"QPN 0x11, PSN 0x1, GID ::1, port 65536", "port"},
 		{"QPN 0x11, PSN 0x1, GID ::1, port 0x12b7", "port"},
 		{"QPN, PSN 0x1, GID ::1, port 4791", "want QPN"},
+		{"QPN 0o21, PSN 0x1, GID ::1, port 4791", "QPN"},
+		{"QPN 1_0, PSN 0x1, GID ::1, port 4791", "QPN"},
+		{"QPN 0x, PSN 0x1, GID ::1, port 4791", "QPN"},
+		{"QPN 0x11, PSN -1, GID ::1, port 4791", "PSN"},
 	} {
 		e, err := verbs.ParseEndpoint(c.text)
 		if !errors.Is(err, verbs.ErrInvalidArgument) || !strings.Contains(err.Error(), c.why) {
@@ -132,4 +145,25 @@ func TestGIDText(t *testing.T) {
 			t.Errorf("ParseGID(%q) = %v, %v; want ErrInvalidArgument", s, got, err)
 		}
 	}
+}
+
+// FuzzEndpointString: every endpoint a QP can have prints as text that
+// reads back as the same endpoint.
+func FuzzEndpointString(f *testing.F) {
+	f.Add(uint32(0x11), uint32(0xa1b2), []byte{127, 0, 0, 1}, uint16(4791))
+	f.Add(uint32(0xffffff), uint32(0), []byte{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}, uint16(0))
+	f.Fuzz(func(t *testing.T, qpn, psn uint32, ip []byte, port uint16) {
+		a, ok := netip.AddrFromSlice(ip)
+		if !ok {
+			return
+		}
+		e := verbs.Endpoint{QPN: verbs.QPN(qpn & 0xffffff), PSN: psn & 0xffffff, GID: verbs.GIDFromAddr(a), Port: port}
+		text, err := e.MarshalText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back, err := verbs.ParseEndpoint(string(text)); err != nil || back != e {
+			t.Fatalf("%+v printed as %q, read back as %+v, %v", e, text, back, err)
+		}
+	})
 }

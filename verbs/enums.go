@@ -25,26 +25,31 @@ type LKey uint32
 type RKey uint32
 
 // Format prints q as the C tools and this package's errors do, 0x and six
-// hex digits, for %v and %s; other verbs (%d, %x, %#x...) format the
+// hex digits, for %v, %s and %q (quoted), with their width and flags —
+// and so for fmt.Print and Println, which print a QPN in hex where a
+// plain uint32 is decimal; other verbs (%d, %x, %#x, %#v...) format the
 // number as for a uint32.
 func (q QPN) Format(f fmt.State, verb rune) { formatHex(f, verb, uint32(q), 6) }
 
-// Format prints k as 0x and eight hex digits for %v and %s, as QPN.Format.
+// Format prints k as 0x and eight hex digits for %v, %s and %q, as
+// QPN.Format.
 func (k LKey) Format(f fmt.State, verb rune) { formatHex(f, verb, uint32(k), 8) }
 
-// Format prints k as 0x and eight hex digits for %v and %s, as QPN.Format.
+// Format prints k as 0x and eight hex digits for %v, %s and %q, as
+// QPN.Format.
 func (k RKey) Format(f fmt.State, verb rune) { formatHex(f, verb, uint32(k), 8) }
 
-// formatHex is the Format of QPN and the keys: v in hex, digits wide, for
-// %v and %s, and as a plain number for any other verb. (A String method
-// would do for %v, but fmt would take it for %x too and print the hex of
-// its text.)
+// formatHex is the Format of QPN and the keys: v as 0x and digits hex
+// digits, as text, for %v (but %#v), %s and %q, and as a plain number for
+// any other verb. (A String method would do for %v, but fmt would take it
+// for %x too and print the hex of its text.)
 func formatHex(f fmt.State, verb rune, v uint32, digits int) {
-	if verb == 'v' || verb == 's' {
-		fmt.Fprintf(f, "0x%0*x", digits, v)
-		return
+	switch {
+	case verb == 'v' && f.Flag('#'), verb != 'v' && verb != 's' && verb != 'q':
+		fmt.Fprintf(f, fmt.FormatString(f, verb), v)
+	default:
+		fmt.Fprintf(f, fmt.FormatString(f, verb), fmt.Sprintf("0x%0*x", digits, v))
 	}
-	fmt.Fprintf(f, fmt.FormatString(f, verb), v)
 }
 
 // GID is a 16-byte global identifier (union ibv_gid). On RoCEv2 a GID is an

@@ -17,6 +17,8 @@ func TestHexFormat(t *testing.T) {
 		{fmt.Sprintf("%v %s", q, q), "0x000011 0x000011"},
 		{fmt.Sprintf("%v %v", r, l), "0x00001234 0xabcdef01"},
 		{fmt.Sprintf("%d %x %#x %06x %X %5d|%-4d|", q, q, q, q, r, q, q), "17 11 0x11 000011 1234    17|17  |"},
+		{fmt.Sprintf("[%-10v][%10s][%q][%#v]", q, q, q, q), `[0x000011  ][  0x000011]["0x000011"][0x11]`},
+		{fmt.Sprint(q, " ", r), "0x000011 0x00001234"},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)
