@@ -13,6 +13,8 @@
 // it for the running owner (see task.go); a post behind earlier work hands
 // the turn to the device worker instead, so that many posts leave in one
 // flush (PostSend). Posts, the receive loop and timers
-// only append to the QP's lock-free rings and schedule it. Control
-// operations (modify, destroy) take qp.mu, which a turn holds throughout.
+// only append to the QP's lock-free rings and schedule it; the receive
+// loop takes qp.mu only to grow a full inbound ring (Device.enqueue).
+// Control operations (modify, destroy) take qp.mu, which a turn holds
+// throughout.
 package engine

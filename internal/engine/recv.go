@@ -192,11 +192,15 @@ func (d *Device) queueBatch(rb *rxBatch, got int) {
 func (d *Device) enqueue(qp *QP, p inPkt, ready []*QP) []*QP {
 	slot := qp.inbound.Reserve()
 	if slot == nil && qp.inbound.Cap() < inboundDepth {
-		// The QP's turn, the ring's consumer, runs under mu; the receive
-		// gate makes this the one producer. No turn waits on a receive,
-		// so the wait here is at most one turn's.
+		// The ring's consumer, the QP's turn, runs under mu, and this is
+		// its one producer: the receive loop, or over a shared link
+		// whoever holds the receive gate (Progress). No holder of mu
+		// waits on a receive, so the wait here is at most one turn's;
+		// that turn may have drained the ring meanwhile.
 		qp.mu.Lock()
-		qp.inbound.Grow()
+		if qp.inbound.Reserve() == nil {
+			qp.inbound.Grow()
+		}
 		qp.mu.Unlock()
 		slot = qp.inbound.Reserve()
 	}

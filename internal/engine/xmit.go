@@ -42,7 +42,7 @@ type xmitBatch struct {
 	// cost a tenth of BenchmarkWriteLatEngine's time.
 	spare []*pktBuf
 	// max is the most packets the batch holds (init); it starts with
-	// room for xmitStart and doubles when a turn fills it (grow), so that
+	// room for xmitStart and doubles when a turn fills it (start), so that
 	// a QP that never streams does not hold room for a stream's turn.
 	max int
 }

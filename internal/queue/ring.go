@@ -1,7 +1,7 @@
-// Package queue provides the fixed-size rings that stand in for a NIC's work
-// and completion queues in host memory: slots are allocated once and filled
-// and read in place, so posting and polling copy one entry and allocate
-// nothing.
+// Package queue provides the rings that stand in for a NIC's work and
+// completion queues in host memory: slots are allocated up front and
+// filled and read in place, so posting and polling copy one entry and
+// allocate nothing; a ring grows only when its producer asks (Grow).
 package queue
 
 import "sync/atomic"
