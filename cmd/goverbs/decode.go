@@ -12,7 +12,7 @@ import (
 	"github.com/goverbs/goverbs/internal/wire"
 )
 
-// decodeFile prints one line per RoCEv2 frame of a pcap file and a summary.
+// decodeFile prints one line per RoCEv2 frame of a pcap or pcapng file and a summary.
 func decodeFile(path string, allPorts bool, stdout io.Writer) error {
 	f, err := os.Open(path)
 	if err != nil {

@@ -2,7 +2,7 @@
 //
 //	goverbs demo            run every RC operation between two devices on loopback UDP
 //	goverbs codec           show a RoCEv2 exchange built and checked by the codec
-//	goverbs decode FILE     decode the RoCEv2 frames of a pcap file
+//	goverbs decode FILE     decode the RoCEv2 frames of a pcap or pcapng file
 //	goverbs ibv_rc_pingpong | ibv_uc_pingpong | ibv_ud_pingpong [options] [host]
 //	goverbs ibv_srq_pingpong [options] [host]
 //	goverbs ibv_devinfo | ibv_devices [options]
@@ -143,7 +143,7 @@ commands:
                   -pcap writes the first device's packets for Wireshark
   codec           build an RC SEND and its ACK with the RoCEv2 codec, print and verify them
   decode [-all-ports] FILE
-                  decode the RoCEv2 frames (UDP port 4791, or any) of a pcap file, check ICRCs
+                  decode the RoCEv2 frames (UDP port 4791, or any) of a pcap or pcapng file, check ICRCs
   ibv_rc_pingpong, ibv_uc_pingpong, ibv_ud_pingpong [options] [host]
                   RC, UC or UD ping-pong with the options, exchange and output of
                   rdma-core's tools

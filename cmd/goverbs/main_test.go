@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopacket/gopacket/pcapgo"
 	"github.com/goverbs/goverbs/internal/capture"
 	"github.com/goverbs/goverbs/internal/wire"
 )
@@ -75,6 +76,54 @@ func TestDecode(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden.Check(t, "decode.golden", out.Bytes())
+	// The same frames saved as pcapng, Wireshark's format, decode the same.
+	ng := filepath.Join(t.TempDir(), "x.pcapng")
+	toPcapng(t, path, ng)
+	var ngOut bytes.Buffer
+	if err := run([]string{"decode", ng}, &ngOut, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if ngOut.String() != out.String() {
+		t.Errorf("the pcapng file decodes as\n%s\nthe pcap file as\n%s", ngOut.String(), out.String())
+	}
+}
+
+// toPcapng copies the pcap file from into a pcapng file to.
+func toPcapng(t *testing.T, from, to string) {
+	t.Helper()
+	in, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	r, err := pcapgo.NewReader(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.Create(to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	w, err := pcapgo.NewNgWriter(out, r.LinkType())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		data, ci, err := r.ReadPacketData()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WritePacket(ci, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestUsageErrors(t *testing.T) {
@@ -108,7 +157,7 @@ func TestUsageErrors(t *testing.T) {
 	if err := run([]string{"decode", filepath.Join(t.TempDir(), "missing.pcap")}, &out, io.Discard); err == nil || errors.Is(err, errUsage) {
 		t.Errorf("missing file: %v", err)
 	}
-	if err := run([]string{"decode", "main_test.go"}, &out, io.Discard); err == nil || !strings.Contains(err.Error(), "not a pcap file") {
+	if err := run([]string{"decode", "main_test.go"}, &out, io.Discard); err == nil || !strings.Contains(err.Error(), "not a pcap or pcapng file") {
 		t.Errorf("decoding a Go file: %v", err)
 	}
 	if err := run([]string{"help"}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "decode [-all-ports] FILE") {

@@ -8,6 +8,8 @@
 package pcapread
 
 import (
+	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -21,26 +23,51 @@ import (
 	"github.com/goverbs/goverbs/internal/wire"
 )
 
-// Reader reads RoCEv2 frames from a pcap stream with Ethernet link type.
+// Reader reads RoCEv2 frames from a pcap or pcapng stream with Ethernet
+// link type.
 type Reader struct {
-	r *pcapgo.Reader
+	r gopacket.PacketDataSource
 	// AnyPort makes Next return UDP datagrams to every port, not only to
 	// 4791: devices sharing a host in tests listen on other ports.
 	AnyPort bool
 }
 
-// NewReader reads the pcap file header from r.
+// NewReader reads the file header from r: pcap (what package capture and
+// tcpdump write) or pcapng (what Wireshark saves by default), told apart
+// by their first four bytes.
 func NewReader(r io.Reader) (*Reader, error) {
-	pr, err := pcapgo.NewReader(r)
+	br := bufio.NewReader(r)
+	magic, err := br.Peek(4)
 	if err != nil {
-		// pcapgo says "Unknown magic 746f6f72" of any other file.
-		return nil, fmt.Errorf("pcapread: not a pcap file (pcapng is not read either: save as pcap): %w", err)
+		return nil, fmt.Errorf("pcapread: reading the file header: %w", err)
 	}
-	if pr.LinkType() != layers.LinkTypeEthernet {
-		return nil, fmt.Errorf("pcapread: link type %v, want Ethernet", pr.LinkType())
+	var src gopacket.PacketDataSource
+	var link layers.LinkType
+	switch m := binary.LittleEndian.Uint32(magic); m {
+	case pcapngMagic:
+		ng, err := pcapgo.NewNgReader(br, pcapgo.DefaultNgReaderOptions)
+		if err != nil {
+			return nil, fmt.Errorf("pcapread: %w", err)
+		}
+		src, link = ng, ng.LinkType()
+	case 0xa1b2c3d4, 0xd4c3b2a1, 0xa1b23c4d, 0x4d3cb2a1: // µs and ns, either byte order
+		pr, err := pcapgo.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("pcapread: %w", err)
+		}
+		src, link = pr, pr.LinkType()
+	default:
+		return nil, fmt.Errorf("pcapread: not a pcap or pcapng file (it starts %x)", magic)
 	}
-	return &Reader{r: pr}, nil
+	if link != layers.LinkTypeEthernet {
+		return nil, fmt.Errorf("pcapread: link type %v, want Ethernet", link)
+	}
+	return &Reader{r: src}, nil
 }
+
+// pcapngMagic is the block type of a pcapng file's first block, the
+// section header, which reads the same in either byte order.
+const pcapngMagic = 0x0a0d0d0a
 
 // ErrNotRoCE is wrapped by [Reader.Next] errors for frames that are not
 // complete IPv4/IPv6 UDP datagrams.
