@@ -306,6 +306,9 @@ func (v sizeValue) Set(s string) error {
 		s, factor = s[:len(s)-1], 1<<20
 	}
 	n, err := strconv.ParseInt(s, 0, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return fmt.Errorf("Message Size should be a number, with K or M after it for KiB or MiB")
+	}
 	if err != nil || n < 1 || n*int64(factor) > maxSize {
 		return fmt.Errorf("Message Size should be between 1 and %d", maxSize)
 	}

@@ -111,8 +111,11 @@ func TestParseArgs(t *testing.T) {
 		want string
 	}{
 		{"ib_write_bw", []string{"-n", "4"}, "Iteration num should be between 5"},
-		{"ib_write_bw", []string{"-s", "abc"}, "Message Size"},
-		{"ib_write_bw", []string{"-s", "0"}, "Message Size"},
+		{"ib_write_bw", []string{"-s", "abc"}, "Message Size should be a number"},
+		{"ib_write_bw", []string{"-s", "1Q"}, "Message Size should be a number"},
+		{"ib_write_bw", []string{"-s", "0"}, "Message Size should be between 1 and"},
+		{"ib_write_bw", []string{"-s", "99999999999999999999"}, "Message Size should be between 1 and"},
+		{"ib_write_bw", []string{"-s", "9M"}, "Message Size should be between 1 and"},
 		{"ib_write_bw", []string{"-m", "1000"}, "Invalid MTU"},
 		{"ib_write_bw", []string{"-r", "10"}, "rx depth can be only 1"},
 		{"ib_write_bw", []string{"-o", "4"}, "only available on READ"},
