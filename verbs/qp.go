@@ -1,6 +1,7 @@
 package verbs
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/goverbs/goverbs/internal/engine"
@@ -76,14 +77,13 @@ func (qp *QP) PostRecv(wr *RecvWR) error {
 	return nil
 }
 
-// stateErr adds to a posting error that is ErrQPState the state the QP
-// is in and the one the post needs; the engine's error is a bare
-// sentinel, which a refused post in a hot loop must not allocate.
+// stateErr adds to a posting error that is ErrQPState, which names the
+// state the QP refused it in, the state the post needs.
 func (qp *QP) stateErr(err error, need string) error {
-	if err != ErrQPState {
+	if !errors.Is(err, ErrQPState) {
 		return err
 	}
-	return fmt.Errorf("%w: the QP is in %v, %s or later", err, qp.State(), need)
+	return fmt.Errorf("%w, %s or later", err, need)
 }
 
 // Close destroys the queue pair (ibv_destroy_qp): it receives nothing

@@ -2,9 +2,12 @@ package engine
 
 import (
 	"encoding/binary"
+	"errors"
 	"runtime"
+	"strings"
 	"testing"
 
+	"github.com/goverbs/goverbs/internal/ib"
 	"github.com/goverbs/goverbs/internal/mem"
 	"github.com/goverbs/goverbs/internal/wire"
 )
@@ -122,5 +125,28 @@ func TestInboundGrowsUnderTurns(t *testing.T) {
 	}
 	if grew == 0 || r.qp.inbound.Cap() <= inboundStart {
 		t.Errorf("the ring grew %d times, to %d slots", grew, r.qp.inbound.Cap())
+	}
+}
+
+// TestPostStateRefusal: a post the QP's state refuses says which state,
+// and the refusal allocates nothing (a program may retry it in a loop).
+func TestPostStateRefusal(t *testing.T) {
+	r := newFuzzRig(t)
+	qp, err := r.dev.CreateQP(1, &QPInitAttr{Type: ib.QPTypeRC, SendCQ: r.cq, RecvCQ: r.cq, Cap: QPCap{MaxSendWR: 1, MaxRecvWR: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer qp.Destroy()
+	sw, rw := &SendWR{Opcode: ib.WRSend}, &RecvWR{}
+	for _, post := range []func() error{
+		func() error { _, err := qp.PostSend(sw); return err },
+		func() error { _, err := qp.PostRecv(rw); return err },
+	} {
+		if err := post(); !errors.Is(err, ErrQPState) || !strings.HasSuffix(err.Error(), ": the QP is in RESET") {
+			t.Errorf("a post in RESET: %v", err)
+		}
+		if n := testing.AllocsPerRun(100, func() { _ = post() }); n != 0 {
+			t.Errorf("a refused post allocates %v times", n)
+		}
 	}
 }

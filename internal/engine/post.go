@@ -17,9 +17,9 @@ func (qp *QP) PostSend(wr *SendWR) (bad int, err error) {
 		qp.sqMu.Unlock()
 		return 0, ErrClosed
 	}
-	if qp.State() < ib.QPStateRTS {
+	if st := qp.State(); st < ib.QPStateRTS {
 		qp.sqMu.Unlock()
-		return 0, ErrQPState
+		return 0, errQPStateIn[st]
 	}
 	prior := qp.sq.Len() > 0
 	i := 0
@@ -163,7 +163,7 @@ func (qp *QP) PostRecv(wr *RecvWR) (bad int, err error) {
 	}
 	if qp.State() == ib.QPStateReset {
 		qp.rqMu.Unlock()
-		return 0, ErrQPState
+		return 0, errQPStateIn[ib.QPStateReset]
 	}
 	if qp.srq != nil {
 		qp.rqMu.Unlock()

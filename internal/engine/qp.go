@@ -101,6 +101,15 @@ var (
 	ErrBadCapability   = errors.New("QP capability out of range")
 )
 
+// errQPStateIn[s] is ErrQPState saying the QP was in state s when it
+// refused a post, made once, so that a refusal allocates nothing.
+var errQPStateIn = func() (e [ib.QPStateErr + 1]error) {
+	for s := range e {
+		e[s] = fmt.Errorf("%w: the QP is in %v", ErrQPState, ib.QPState(s))
+	}
+	return e
+}()
+
 // CreateQP creates a QP in the RESET state in protection domain pd.
 func (d *Device) CreateQP(pd uint32, init *QPInitAttr) (*QP, error) {
 	kind := kindOf(init.Type)
