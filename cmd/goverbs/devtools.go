@@ -38,13 +38,7 @@ func parseDevTool(prog, header string, opts []toolflag.Option, args []string, st
 	fs := toolflag.New(prog, stderr, opts)
 	fs.Header = header
 	operands, _, err := fs.Parse(args)
-	if err == nil && len(operands) > 0 {
-		err = fmt.Errorf("unexpected argument %q", operands[0])
-	}
-	if err != nil && !errors.Is(err, flag.ErrHelp) {
-		return fmt.Errorf("%w: %w", errUsage, err)
-	}
-	return err
+	return usageErr(err, operands)
 }
 
 // open opens the device on an ephemeral UDP port: describing it must not
@@ -63,12 +57,19 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parse parses args and turns flag errors into usage errors (those of
-// the flag package marked as printed already).
+// parse parses args, which are to be options only, and turns flag errors
+// into usage errors (those of the flag package marked as printed
+// already).
 func parse(fs *flag.FlagSet, args []string) error {
-	err := toolflag.Shown(fs.Parse(args))
-	if err == nil && fs.NArg() > 0 {
-		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	return usageErr(toolflag.Shown(fs.Parse(args)), fs.Args())
+}
+
+// usageErr is a command's error for how its arguments parsed: err, or
+// else an operand left over (extra), as a usage error; flag.ErrHelp (-h,
+// the usage printed) stays itself, for ignoreHelp.
+func usageErr(err error, extra []string) error {
+	if err == nil && len(extra) > 0 {
+		err = fmt.Errorf("unexpected argument %q", extra[0])
 	}
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		return fmt.Errorf("%w: %w", errUsage, err)

@@ -20,7 +20,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -98,11 +97,8 @@ func init() {
 
 func perftestTool(name string, args []string, stdout, stderr io.Writer) error {
 	cfg, err := perftest.ParseArgs(name, args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
 	if err != nil {
-		return fmt.Errorf("%w: %w", errUsage, err)
+		return ignoreHelp(usageErr(err, nil))
 	}
 	cfg.Stats = statsAtExit(cfg.Counters, stderr)
 	return perftest.Run(cfg, stdout)
@@ -113,11 +109,8 @@ func perftestTool(name string, args []string, stdout, stderr io.Writer) error {
 func pingpongTool(prog string, run func(pingpong.Config, io.Writer) error) func(args []string, stdout, stderr io.Writer) error {
 	return func(args []string, stdout, stderr io.Writer) error {
 		cfg, err := pingpong.ParseArgs(prog, args, stderr)
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
 		if err != nil {
-			return fmt.Errorf("%w: %w", errUsage, err)
+			return ignoreHelp(usageErr(err, nil))
 		}
 		cfg.Stats = statsAtExit(cfg.PrintStats, stderr)
 		return run(cfg, stdout)
@@ -183,8 +176,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			fs.PrintDefaults()
 		}
 		all := fs.Bool("all-ports", false, "decode UDP datagrams to every port, not only 4791")
-		if err := toolflag.Shown(fs.Parse(rest)); err != nil {
-			return ignoreHelp(fmt.Errorf("%w: %w", errUsage, err))
+		if err := usageErr(toolflag.Shown(fs.Parse(rest)), nil); err != nil {
+			return ignoreHelp(err)
 		}
 		if fs.NArg() != 1 {
 			return fmt.Errorf("%w: decode [-all-ports] FILE", errUsage)
