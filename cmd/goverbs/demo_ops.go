@@ -210,6 +210,10 @@ func (r *receiver) run() {
 	}
 }
 
+// posted reports whether the receive for message i is posted: the
+// receiver posts it once it has taken message i-depth.
+func (r *receiver) posted(i int) bool { return i < int(r.next.Load())+r.cfg.depth }
+
 // moved returns once the receiver has taken another message, or with its
 // error once it ended.
 func (r *receiver) moved() error {
@@ -254,7 +258,7 @@ func runSend(a, b *endpoint, cfg demoConfig) (int, error) {
 		// the send depth places later: without this a sender that
 		// runs ahead meets an RNR NAK, and goes back over what it sent
 		// after it (doc/protocol.md §8.2).
-		ready: func(i int) bool { return i < int(r.next.Load())+cfg.depth },
+		ready: r.posted,
 	})
 	if err != nil {
 		return 0, err
@@ -293,7 +297,7 @@ func runWrite(imm bool) func(a, b *endpoint, cfg demoConfig) (int, error) {
 			// receive.
 			s.done = func(int, *verbs.WC) error { return nil }
 			s.r = r
-			s.ready = func(i int) bool { return i < int(r.next.Load())+cfg.depth }
+			s.ready = r.posted
 		}
 		err := pipeline(a, cfg, s)
 		if err == nil && r != nil {
