@@ -63,7 +63,7 @@ func (qp *QP) Query() (QPAttr, error) {
 // rkey say, is reported by a work completion.
 func (qp *QP) PostSend(wr *SendWR) error {
 	if i, err := qp.e.PostSend(sendWR(wr)); err != nil {
-		return &PostError{Verb: "post send", QPN: qp.QPN(), Index: i, Err: qp.stateErr(err, "sends need RTS")}
+		return &PostError{Verb: "post send", QPN: qp.QPN(), Index: i, Err: stateErr(err, "sends need RTS")}
 	}
 	return nil
 }
@@ -72,14 +72,14 @@ func (qp *QP) PostSend(wr *SendWR) error {
 // fails like PostSend.
 func (qp *QP) PostRecv(wr *RecvWR) error {
 	if i, err := qp.e.PostRecv(recvWR(wr)); err != nil {
-		return &PostError{Verb: "post recv", QPN: qp.QPN(), Index: i, Err: qp.stateErr(err, "receives need INIT")}
+		return &PostError{Verb: "post recv", QPN: qp.QPN(), Index: i, Err: stateErr(err, "receives need INIT")}
 	}
 	return nil
 }
 
 // stateErr adds to a posting error that is ErrQPState, which names the
 // state the QP refused it in, the state the post needs.
-func (qp *QP) stateErr(err error, need string) error {
+func stateErr(err error, need string) error {
 	if !errors.Is(err, ErrQPState) {
 		return err
 	}
