@@ -17,7 +17,7 @@ var layers = map[string]struct {
 	thirdParty []string
 }{
 	"":                          {},
-	"cmd/":                      {internal: []string{"verbs", "conn", "internal/perftest", "internal/pingpong", "internal/devinfo", "internal/wire", "internal/capture"}},
+	"cmd/":                      {internal: []string{"verbs", "conn", "internal/perftest", "internal/pingpong", "internal/devinfo", "internal/wire", "internal/capture", "internal/toolflag"}},
 	"internal/pingpong":         {internal: []string{"verbs", "internal/oob", "internal/toolflag"}},
 	"internal/oob":              {internal: []string{"verbs"}},
 	"internal/devinfo":          {internal: []string{"verbs"}},
