@@ -118,12 +118,22 @@ func (cq *CQ) Wait(ctx context.Context, wcs []WC) (int, error) {
 	if len(wcs) == 0 {
 		return 0, errWaitEmpty
 	}
-	cq.dev.e.SettleOwed()
 	received := false
 	for i := 0; ; i++ {
 		n, err := cq.poll(wcs, errWaitOverrun, errWaitClosed)
 		if n > 0 || err != nil {
 			return n, err
+		}
+		if i == 0 {
+			// ACKs owed (engine.Device.SettleOwed) go once the caller
+			// waits for something not there yet. Completions already
+			// waiting are returned first: they may be what the caller
+			// answers, and its answer's turn sends the ACK with it.
+			// ib_send_lat's loop waits for its send's completion, whose
+			// receive brings the peer's next SEND too, then for that
+			// receive: settling first sent the ACK in a system call of
+			// its own, ahead of the answer.
+			cq.dev.e.SettleOwed()
 		}
 		if i < spinPolls {
 			if received {

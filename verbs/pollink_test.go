@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 
 	"github.com/goverbs/goverbs/conn"
 )
@@ -19,6 +20,8 @@ type pollBind struct {
 	addr netip.AddrPort
 	peer *pollBind
 	gate *sync.Mutex
+
+	sends atomic.Int64 // Send calls: the engine's flushes
 
 	mu     sync.Mutex
 	ready  [][]byte // datagrams to receive, oldest first
@@ -42,6 +45,7 @@ func (b *pollBind) SetRecvGate(g *sync.Mutex) { b.gate = g }
 
 // Send hands each datagram to the peer end, whatever its address.
 func (b *pollBind) Send(msgs []conn.Message) (int, error) {
+	b.sends.Add(1)
 	p := b.peer
 	p.mu.Lock()
 	defer p.mu.Unlock()
