@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"net"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/goverbs/goverbs/internal/oob"
 )
 
 // freeTCPPort returns a TCP port nothing listens on at the moment.
@@ -67,6 +70,47 @@ func TestStatsOption(t *testing.T) {
 		}
 		if statLine.MatchString(srvOut.String()) {
 			t.Errorf("%s: counters on stdout", tool)
+		}
+	}
+}
+
+// TestMismatchedTools: a client of one tool against a server of another
+// ends with an error on both sides, where the C tools wait for ever:
+// ib_write_bw's client sends its 16-byte version and waits for the
+// server's, and ibv_rc_pingpong's server waits for a longer address
+// message, until FirstReply passes; ibv_rc_pingpong's client against
+// ib_write_bw's server has its address read as a version, refused.
+func TestMismatchedTools(t *testing.T) {
+	defer func(d time.Duration) { oob.FirstReply = d }(oob.FirstReply)
+	oob.FirstReply = 300 * time.Millisecond
+	for _, tc := range []struct{ server, client string }{
+		{"ibv_rc_pingpong", "ib_write_bw"},
+		{"ib_write_bw", "ibv_rc_pingpong"},
+	} {
+		port := freeTCPPort(t)
+		srv := make(chan error, 1)
+		go func() {
+			srv <- run([]string{tc.server, "-p", port, "--addr", "127.0.3.3"}, io.Discard, io.Discard)
+		}()
+		var err error
+		for range 500 { // the server may not listen yet: try for up to 5 s
+			if err = run([]string{tc.client, "-p", port, "--addr", "127.0.3.4", "127.0.3.3"}, io.Discard, io.Discard); err == nil || !strings.HasPrefix(err.Error(), "Couldn't connect to ") {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err == nil {
+			t.Errorf("%s client against %s server: no error", tc.client, tc.server)
+		}
+		t.Logf("%s client: %v", tc.client, err)
+		select {
+		case err := <-srv:
+			if err == nil {
+				t.Errorf("%s server against %s client: no error", tc.server, tc.client)
+			}
+			t.Logf("%s server: %v", tc.server, err)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s server against %s client: still waiting after 10 s", tc.server, tc.client)
 		}
 	}
 }

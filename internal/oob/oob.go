@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"strconv"
 	"syscall"
 	"time"
@@ -86,6 +87,29 @@ func ReadFull(r io.Reader, b []byte) error {
 	}
 	return nil
 }
+
+// ReadFirst is ReadFull for the first message of the peer, which fails
+// if none came within FirstReply. A connected peer answers the first
+// message at once; one that does not is most likely another tool:
+// ibv_rc_pingpong and perftest each wait for a message of their own
+// length, and against each other both would wait for ever, as the C
+// tools do. Later reads have no limit (a bandwidth server waits in a
+// handshake for the whole run).
+func ReadFirst(r io.Reader, b []byte) error {
+	if d, ok := r.(interface{ SetReadDeadline(time.Time) error }); ok {
+		if err := d.SetReadDeadline(time.Now().Add(FirstReply)); err == nil {
+			defer d.SetReadDeadline(time.Time{})
+		}
+	}
+	err := ReadFull(r, b)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("no message from the peer in %v: is it the same tool? (%w)", FirstReply, err)
+	}
+	return err
+}
+
+// FirstReply is how long ReadFirst waits.
+var FirstReply = 30 * time.Second
 
 // peerGone explains err, a read from the peer over r that failed: a peer
 // that closed the connection (EOF) has said why in its own output, and

@@ -5,8 +5,10 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestConnectAndDeviceAddr(t *testing.T) {
@@ -116,4 +118,54 @@ func TestReadFullPeerGone(t *testing.T) {
 	if got := peerGone(strings.NewReader(""), other); got != other {
 		t.Errorf("another error became %v", got)
 	}
+}
+
+// TestReadFirst: the first message read fails, saying why, when none
+// comes within FirstReply, and a read after one that came has no limit.
+func TestReadFirst(t *testing.T) {
+	defer func(d time.Duration) { FirstReply = d }(FirstReply)
+	FirstReply = 50 * time.Millisecond
+	a, b := tcpPair(t)
+	buf := make([]byte, 4)
+	start := time.Now()
+	err := ReadFirst(a, buf)
+	if !errors.Is(err, os.ErrDeadlineExceeded) || !strings.Contains(err.Error(), "no message from the peer in 50ms: is it the same tool?") {
+		t.Fatalf("silent peer: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("gave up after %v", d)
+	}
+
+	a, b = tcpPair(t)
+	go func() {
+		b.Write([]byte("one!"))
+		time.Sleep(4 * FirstReply)
+		b.Write([]byte("two!"))
+	}()
+	if err := ReadFirst(a, buf); err != nil || string(buf) != "one!" {
+		t.Fatalf("first message %q, %v", buf, err)
+	}
+	if err := ReadFull(a, buf); err != nil || string(buf) != "two!" {
+		t.Fatalf("a later message, sent after FirstReply: %q, %v", buf, err)
+	}
+}
+
+// tcpPair returns the two ends of a TCP connection over loopback.
+func tcpPair(t *testing.T) (net.Conn, net.Conn) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(); s.Close() })
+	return c, s
 }

@@ -44,9 +44,13 @@ func NewConn(rw io.ReadWriter, server bool) *Conn { return &Conn{rw: rw, server:
 
 // swap sends mine and receives the peer's copy of one item. A peer that
 // closed the connection is explained (oob.ReadFull).
-func (c *Conn) swap(mine, theirs []byte) error {
+func (c *Conn) swap(mine, theirs []byte) error { return c.swapBy(oob.ReadFull, mine, theirs) }
+
+// swapBy is swap reading the peer's copy with read: oob.ReadFirst for
+// the first item, which a peer of another kind never answers.
+func (c *Conn) swapBy(read func(io.Reader, []byte) error, mine, theirs []byte) error {
 	if c.server {
-		if err := oob.ReadFull(c.rw, theirs); err != nil {
+		if err := read(c.rw, theirs); err != nil {
 			return err
 		}
 		_, err := c.rw.Write(mine)
@@ -55,7 +59,7 @@ func (c *Conn) swap(mine, theirs []byte) error {
 	if _, err := c.rw.Write(mine); err != nil {
 		return err
 	}
-	return oob.ReadFull(c.rw, theirs)
+	return read(c.rw, theirs)
 }
 
 // ErrVersion reports a peer too old to talk to.
@@ -76,7 +80,7 @@ func (c *Conn) Prefix(mtu int) (Setup, error) {
 	var s Setup
 	var v, pv [16]byte
 	copy(v[:], Version)
-	if err := c.swap(v[:], pv[:]); err != nil {
+	if err := c.swapBy(oob.ReadFirst, v[:], pv[:]); err != nil {
 		return s, fmt.Errorf("exchanging versions: %w", err)
 	}
 	s.PeerVersion = strings.TrimRight(string(pv[:]), "\x00")

@@ -188,7 +188,7 @@ func printResult(w io.Writer, bytes int64, iters int, usec int64) {
 func (s *session) exchange(c net.Conn, my *dest) (dest, error) {
 	buf := make([]byte, msgSize)
 	if s.cfg.Server == "" {
-		if err := oob.ReadFull(c, buf); err != nil {
+		if err := oob.ReadFirst(c, buf); err != nil {
 			return dest{}, fmt.Errorf("Couldn't read remote address: %w", err)
 		}
 		rem, err := parseDest(buf)
@@ -210,7 +210,7 @@ func (s *session) exchange(c net.Conn, my *dest) (dest, error) {
 	if _, err := c.Write(my.marshal()); err != nil {
 		return dest{}, fmt.Errorf("Couldn't send local address: %w", err)
 	}
-	if err := oob.ReadFull(c, buf); err != nil {
+	if err := oob.ReadFirst(c, buf); err != nil {
 		return dest{}, fmt.Errorf("Couldn't read remote address: %w", err)
 	}
 	rem, err := parseDest(buf)

@@ -201,10 +201,12 @@ func writeDests(c net.Conn, ds []dest) error {
 func readDests(c net.Conn) ([]dest, error) {
 	ds := make([]dest, maxSRQQPs)
 	buf := make([]byte, msgSize)
+	read := oob.ReadFirst
 	for i := range ds {
-		if err := oob.ReadFull(c, buf); err != nil {
+		if err := read(c, buf); err != nil {
 			return nil, fmt.Errorf("Couldn't read remote address [%d]: %w", i, err)
 		}
+		read = oob.ReadFull
 		var err error
 		if ds[i], err = parseDest(buf); err != nil {
 			return nil, err
