@@ -240,8 +240,9 @@ for rep in $(seq 1 "$REPS"); do
 	log "repetition $rep/$REPS"
 	# Each goverbs figure right before (or after) its reference, so that
 	# both are likely taken in the same vCPU mode.
-	log "  8 B latency: goverbs ib_write_lat, raw Go UDP busy-poll"
+	log "  8 B latency: goverbs ib_write_lat and ib_send_lat (2 B, perftest's default), raw Go UDP busy-poll"
 	run gv gv_write_lat_8 1 ib_write_lat -s 8 -n $NLAT
+	run gv gv_send_lat_2 1 ib_send_lat -s 2 -n $NLAT
 	run inns "${T[@]}" taskset -c 1 "$G" udppp -mode poll -size 8 -n $NUDP -t 2
 	run kernel_floor
 	log "  64 KiB: goverbs ib_write_bw (one pair, -q 4, 4 pairs), raw Go GSO+GRO at 4 KiB, UCX tcp (bandwidth and latency)"
@@ -342,6 +343,7 @@ read -r w64 w64m <<<"$(stat gv_write_64k)"
 read -r w4 w4m <<<"$(stat gv_write_4k)"
 read -r r8 r8m <<<"$(stat gv_write_8_rate)"
 read -r l8 l8m <<<"$(stat gv_write_lat_8)"
+read -r s2 s2m <<<"$(stat gv_send_lat_2)"
 read -r cpu64 cpu64m <<<"$(stat gv_write_64k_cpu)"
 read -r q4 q4m <<<"$(stat gv_write_64k_q4)"
 read -r p4 p4m <<<"$(stat gv_write_64k_4pairs)"
@@ -368,6 +370,7 @@ row "CPU-s per GB, ib_write_bw 64 KiB, both processes" "$cpu64" "$cpu64m" "absol
 row "ib_write_lat 8 B typical (µs one-way)" "$l8" "$l8m" "kernel alone, RC request + ACK per message" "$krc" "$krcm" info 1
 row "kernel alone, RC request + ACK per message (µs one-way)" "$krc" "$krcm" "kernel alone, one datagram" "$kone" "$konem" info 1
 row "kernel alone, one datagram (µs one-way)" "$kone" "$konem" "raw Go UDP busy-poll one-way" "$bp" "$bpm" info 1
+row "ib_send_lat 2 B typical (µs one-way)" "$s2" "$s2m" "raw Go UDP busy-poll one-way" "$bp" "$bpm" info 1
 row "ib_write_bw 64 KiB -q 4 (GB/s)" "$q4" "$q4m" "one QP" "$w64" "$w64m" info 1 "$(retx gv_write_64k_q4)"
 row "4 concurrent ib_write_bw 64 KiB pairs, total (GB/s)" "$p4" "$p4m" "one pair" "$w64" "$w64m" info 1 "$(retx gv_write_64k_4pairs)"
 row "ib_write_bw 8 B (M msg/s)" "$r8" "$r8m" "UCX tcp am_bw 8 B" "$ucxr8" "$ucxr8m" info 1
