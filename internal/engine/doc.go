@@ -14,7 +14,9 @@
 // the turn to the device worker instead, so that many posts leave in one
 // flush (PostSend). Posts, the receive loop and timers
 // only append to the QP's lock-free rings and schedule it; the receive
-// loop takes qp.mu only to grow a full inbound ring (Device.enqueue).
+// loop takes qp.mu only to grow a full inbound ring (Device.enqueue), and
+// holds the device's receive gate while it queues, which a turn takes to
+// shrink the ring of a quiet QP (shrink.go).
 // Control operations (modify, destroy) take qp.mu, which a turn holds
 // throughout.
 package engine

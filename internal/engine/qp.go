@@ -15,7 +15,8 @@ import (
 // inboundDepth is how many received packets a QP queues before the receive
 // loop drops (a NIC's receive ring). The ring starts at inboundStart and
 // doubles when a burst fills it (Device.enqueue): a QP that never sees
-// one holds 64 slots, not 4096 (160 KiB of a connected QP's 210 did).
+// one holds 64 slots, not 4096 (160 KiB of a connected QP's 210 did), and
+// one that saw one shrinks back when quiet (shrink.go).
 const (
 	inboundDepth = 4096
 	inboundStart = 64
@@ -70,6 +71,7 @@ type QP struct {
 	events    qpEvents
 	xmit      xmitBatch
 	timerAt   instant // deadline registered with the device timer
+	inWideAt  instant // when the inbound ring last held or grew past its start (shrink.go)
 	destroyed bool
 
 	// cc is the congestion control (cc.go): owned by the turn, but for
@@ -282,6 +284,7 @@ func (qp *QP) turn() turnEnd {
 		return turnDone
 	}
 	now := monoNow()
+	qp.noteInbound(now)
 	armed := qp.comp.deadline
 	budget := turnBudget
 	executed := false // a request ran: a poller may answer it
@@ -389,6 +392,7 @@ func (qp *QP) turn() turnEnd {
 		now = monoNow()
 		qp.comp.restartTimer(now, &qp.attr)
 	}
+	qp.shrink(now)
 	qp.armTimer(now)
 	return end
 }
@@ -420,6 +424,9 @@ func (qp *QP) armTimer(now instant) {
 		if r := qp.resp.pace.next(); next.IsZero() || r.Before(next) {
 			next = r
 		}
+	}
+	if r := qp.shrinkAt(); !r.IsZero() && (next.IsZero() || r.Before(next)) {
+		next = r // a grown ring or batch, to give back once the QP is quiet
 	}
 	if qp.cc.bucket.blocked() && (qp.resp.read.active || qp.req.cur != qp.sq.Tail()) && qp.State() != ib.QPStateErr {
 		if r := qp.cc.bucket.next(); next.IsZero() || r.Before(next) {

@@ -60,6 +60,7 @@ func (d *Device) recvLoop() {
 			}
 			continue
 		}
+		d.rxGate.Lock() // the rings' producer holds it (shrink.go)
 		for i := range got {
 			qp := d.accept(&msgs[i], true)
 			if qp == nil {
@@ -73,6 +74,7 @@ func (d *Device) recvLoop() {
 			bufs[i] = getBuf()
 			msgs[i].Buf = bufs[i].b[:]
 		}
+		d.rxGate.Unlock()
 		ready = scheduleReady(ready)
 	}
 }
@@ -193,13 +195,15 @@ func (d *Device) enqueue(qp *QP, p inPkt, ready []*QP) []*QP {
 	slot := qp.inbound.Reserve()
 	if slot == nil && qp.inbound.Cap() < inboundDepth {
 		// The ring's consumer, the QP's turn, runs under mu, and this is
-		// its one producer: the receive loop, or over a shared link
-		// whoever holds the receive gate (Progress). No holder of mu
-		// waits on a receive, so the wait here is at most one turn's;
-		// that turn may have drained the ring meanwhile.
+		// its one producer: whoever holds the receive gate, the receive
+		// loop or over a shared link Progress. No holder of mu waits on
+		// the gate (a turn that shrinks the ring only tries it), so the
+		// wait here is at most one turn's; that turn may have drained
+		// the ring meanwhile.
 		qp.mu.Lock()
 		if qp.inbound.Reserve() == nil {
 			qp.inbound.Grow()
+			qp.inWideAt = monoNow()
 		}
 		qp.mu.Unlock()
 		slot = qp.inbound.Reserve()

@@ -45,6 +45,11 @@ type xmitBatch struct {
 	// room for xmitStart and doubles when a turn fills it (start), so that
 	// a QP that never streams does not hold room for a stream's turn.
 	max int
+	// peak is the most packets a flush sent since the turn's end last
+	// looked, and wideAt when that was more than xmitStart (QP.shrink):
+	// a batch in use is not shrunk.
+	peak   int
+	wideAt instant
 }
 
 // xmitSpares is how many buffers a QP's batch keeps between flushes, at
@@ -203,6 +208,7 @@ func (x *xmitBatch) flush(qp *QP) {
 	if x.n == 0 {
 		return
 	}
+	x.peak = max(x.peak, x.n)
 	sent, err := x.send(qp)
 	qp.dev.counters.add(SentPkts, uint64(sent))
 	if err != nil || sent < x.n {

@@ -1,7 +1,8 @@
 // Package queue provides the rings that stand in for a NIC's work and
 // completion queues in host memory: slots are allocated up front and
 // filled and read in place, so posting and polling copy one entry and
-// allocate nothing; a ring grows only when its producer asks (Grow).
+// allocate nothing; a ring grows only when its producer asks (Grow), and
+// shrinks only when its owner asks with both sides kept out (Shrink).
 package queue
 
 import "sync/atomic"
@@ -85,9 +86,27 @@ func (r *Ring[T]) Reset() { r.head.Store(r.tail.Load()) }
 // their indexes. The producer calls it, while the consumer is excluded
 // (the caller's lock): a ring that starts small costs memory only where
 // bursts come.
-func (r *Ring[T]) Grow() {
-	slots := make([]T, 2*len(r.slots))
-	mask := uint32(len(slots) - 1)
+func (r *Ring[T]) Grow() { r.resize(2 * len(r.slots)) }
+
+// Shrink lowers the ring's capacity to the smallest power of two that is
+// at least n and holds its entries, keeping them, their order and their
+// indexes; a ring already that small is left alone. Both the producer and
+// the consumer must be excluded (the caller's locks): a ring that grew
+// for a burst gives its memory back once the burst is over.
+func (r *Ring[T]) Shrink(n int) {
+	c := 1
+	for c < n || c < r.Len() {
+		c <<= 1
+	}
+	if c < len(r.slots) {
+		r.resize(c)
+	}
+}
+
+// resize moves the entries into c slots, a power of two that holds them.
+func (r *Ring[T]) resize(c int) {
+	slots := make([]T, c)
+	mask := uint32(c - 1)
 	for i := r.head.Load(); i != r.tail.Load(); i++ {
 		slots[i&mask] = r.slots[i&r.mask]
 	}

@@ -151,3 +151,41 @@ func TestRingGrow(t *testing.T) {
 		r.Pop()
 	}
 }
+
+// TestRingShrink: a ring shrinks to the power of two that holds its
+// entries and what was asked, keeping entries, order and indexes across
+// the counters' wrap, and then takes no more than its new capacity.
+func TestRingShrink(t *testing.T) {
+	r := New[uint32](64)
+	r.head.Store(^uint32(0) - 2) // the entries straddle the wrap
+	r.tail.Store(^uint32(0) - 2)
+	for i := range uint32(5) {
+		*r.Reserve() = i
+		r.Commit()
+	}
+	r.Shrink(2) // 5 entries need 8 slots
+	if r.Cap() != 8 || r.Len() != 5 {
+		t.Fatalf("after Shrink(2) with 5 entries: Cap %d Len %d, want 8 and 5", r.Cap(), r.Len())
+	}
+	for i := range uint32(5) {
+		if got := *r.Peek(); got != i {
+			t.Fatalf("entry %d after the shrink: %d", i, got)
+		}
+		r.Pop()
+	}
+	r.Shrink(4)
+	if r.Cap() != 4 {
+		t.Fatalf("the empty ring shrank to %d slots, want 4", r.Cap())
+	}
+	for i := range uint32(4) {
+		*r.Reserve() = 10 + i
+		r.Commit()
+	}
+	if r.Reserve() != nil {
+		t.Error("the shrunk ring took a fifth entry")
+	}
+	r.Shrink(16) // larger than it is: left alone
+	if r.Cap() != 4 || *r.Peek() != 10 {
+		t.Errorf("Shrink(16) of a 4-slot ring: Cap %d, first %d", r.Cap(), *r.Peek())
+	}
+}
