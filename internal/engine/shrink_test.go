@@ -19,26 +19,35 @@ func TestQuietQPShrinks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newPktRig(t)
 		psn := 0
-		burst := func(n int) {
+		// queue queues n packets from the peer at once, as a receive
+		// loop queues a batch, and runs the QP's turns: one turn meets
+		// them all. each fills packet i's headers and payload.
+		queue := func(n int, op wire.Opcode, payload int, each func(i int, p wire.Packet)) {
 			t.Helper()
-			va := mem.AddrOf(r.region)
 			var ready []*QP
-			r.dev.rxGate.Lock() // as a receive loop queues
-			for range n {
-				f := wire.BTHFields{Opcode: wire.RCWriteOnly, PKey: defaultPKey, DestQP: r.qp.qpn, PSN: wire.PSN(psn)}
+			r.dev.rxGate.Lock()
+			for i := range n {
+				f := wire.BTHFields{Opcode: op, PKey: defaultPKey, DestQP: r.qp.qpn, PSN: wire.PSN(psn), AckRequest: true}
 				b := getBuf()
-				p, err := wire.NewPacket(b.b[:], 0, &f, 4)
+				p, err := wire.NewPacket(b.b[:], 0, &f, payload)
 				if err != nil {
 					t.Fatal(err)
 				}
-				p.RETH().Encode(&wire.RETHFields{VA: va + uint64(psn%64)*4, RKey: uint32(r.key), DMALength: 4})
-				binary.BigEndian.PutUint32(p.Payload(), uint32(psn))
+				each(i, p)
 				ready = r.dev.enqueue(r.qp, inPkt{p: p, buf: b}, ready)
-				psn++
 			}
 			r.dev.rxGate.Unlock()
 			scheduleReady(ready)
 			synctest.Wait()
+		}
+		va := mem.AddrOf(r.region)
+		burst := func(n int) {
+			t.Helper()
+			queue(n, wire.RCWriteOnly, 4, func(_ int, p wire.Packet) {
+				p.RETH().Encode(&wire.RETHFields{VA: va + uint64(psn%64)*4, RKey: uint32(r.key), DMALength: 4})
+				binary.BigEndian.PutUint32(p.Payload(), uint32(psn))
+				psn++
+			})
 			if got := r.respPSN(); got != wire.PSN(psn) {
 				t.Fatalf("after a burst of %d WRITEs the responder expects PSN %d, want %d", n, got, psn)
 			}
@@ -54,12 +63,11 @@ func TestQuietQPShrinks(t *testing.T) {
 			return r.qp.inbound.Cap(), len(r.qp.xmit.msgs)
 		}
 
-		reads := func() {
-			for range 3 { // 12 responses of 256 bytes, sent in one turn
-				r.inject(t, &pkt{op: wire.RCReadRequest, psn: wire.PSN(psn), ack: true, fill: rethAt(regionKey, 0, 1024)})
+		reads := func() { // 12 responses of 256 bytes, sent in one turn
+			queue(3, wire.RCReadRequest, 0, func(_ int, p wire.Packet) {
+				p.RETH().Encode(&wire.RETHFields{VA: va, RKey: uint32(r.key), DMALength: 1024})
 				psn += 4
-			}
-			synctest.Wait()
+			})
 		}
 		burst(300)
 		reads()
