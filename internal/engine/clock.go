@@ -40,3 +40,12 @@ func (t instant) After(u instant) bool { return t > u }
 
 // IsZero reports whether t is no time.
 func (t instant) IsZero() bool { return t == 0 }
+
+// sooner returns the earlier of two deadlines; no time (zero) is never
+// the earlier.
+func sooner(a, b instant) instant {
+	if a.IsZero() || !b.IsZero() && b.Before(a) {
+		return b
+	}
+	return a
+}

@@ -412,26 +412,20 @@ const turnBudget = 60
 // stall NAK, the end of an RNR wait, or a paced READ stream's next send.
 func (qp *QP) armTimer(now instant) {
 	next := qp.comp.deadline
-	for _, r := range [...]instant{qp.comp.lossAt, qp.comp.probeAt, qp.resp.stallAt} {
-		if !r.IsZero() && qp.State() != ib.QPStateErr && (next.IsZero() || r.Before(next)) {
-			next = r // a READ's gap outlives the reorder window, a tail probe, a stall NAK
+	if qp.State() != ib.QPStateErr {
+		for _, r := range [...]instant{qp.comp.lossAt, qp.comp.probeAt, qp.resp.stallAt} {
+			next = sooner(next, r) // a READ's gap outlives the reorder window, a tail probe, a stall NAK
 		}
 	}
-	if r := qp.comp.rnrUntil; r.After(now) && qp.State() != ib.QPStateErr && (next.IsZero() || r.Before(next)) {
-		next = r
+	if r := qp.comp.rnrUntil; r.After(now) && qp.State() != ib.QPStateErr {
+		next = sooner(next, r)
 	}
 	if qp.resp.read.active && qp.resp.pace.blocked() && qp.State() != ib.QPStateErr {
-		if r := qp.resp.pace.next(); next.IsZero() || r.Before(next) {
-			next = r
-		}
+		next = sooner(next, qp.resp.pace.next())
 	}
-	if r := qp.shrinkAt(); !r.IsZero() && (next.IsZero() || r.Before(next)) {
-		next = r // a grown ring or batch, to give back once the QP is quiet
-	}
+	next = sooner(next, qp.shrinkAt()) // a grown ring or batch, to give back once the QP is quiet
 	if qp.cc.bucket.blocked() && (qp.resp.read.active || qp.req.cur != qp.sq.Tail()) && qp.State() != ib.QPStateErr {
-		if r := qp.cc.bucket.next(); next.IsZero() || r.Before(next) {
-			next = r // a send held back by the congestion-control rate
-		}
+		next = sooner(next, qp.cc.bucket.next()) // a send held back by the congestion-control rate
 	}
 	if next.IsZero() || (!qp.timerAt.IsZero() && !next.Before(qp.timerAt) && qp.timerAt.After(now)) {
 		return

@@ -23,17 +23,22 @@ func (qp *QP) noteInbound(now instant) {
 // shrinkAt returns when the QP's grown ring or batch may shrink, or zero
 // if neither has grown. Called with mu held, which the ring's producer
 // takes to grow it.
-func (qp *QP) shrinkAt() instant {
-	var at instant
-	if qp.inbound.Cap() > inboundStart {
-		at = qp.inWideAt.Add(shrinkQuiet)
+func (qp *QP) shrinkAt() instant { return sooner(qp.ringShrinkAt(), qp.xmit.shrinkAt()) }
+
+// ringShrinkAt is shrinkAt for the inbound ring alone.
+func (qp *QP) ringShrinkAt() instant {
+	if qp.inbound.Cap() <= inboundStart {
+		return 0
 	}
-	if len(qp.xmit.msgs) > xmitStart {
-		if b := qp.xmit.wideAt.Add(shrinkQuiet); at.IsZero() || b.Before(at) {
-			at = b
-		}
+	return qp.inWideAt.Add(shrinkQuiet)
+}
+
+// shrinkAt is QP.shrinkAt for the batch alone.
+func (x *xmitBatch) shrinkAt() instant {
+	if len(x.msgs) <= xmitStart {
+		return 0
 	}
-	return at
+	return x.wideAt.Add(shrinkQuiet)
 }
 
 // shrink gives a quiet QP's grown ring or batch back its starting size,
@@ -49,23 +54,17 @@ func (qp *QP) shrink(now instant) {
 		x.wideAt = now
 	}
 	x.peak = 0
-	if len(x.msgs) > xmitStart && !now.Before(x.wideAt.Add(shrinkQuiet)) {
+	if at := x.shrinkAt(); !at.IsZero() && !now.Before(at) {
 		x.wideAt = now
 		if x.n == 0 {
-			x.shrink()
+			x.resize(min(xmitStart, x.max))
 		}
 	}
-	if qp.inbound.Cap() > inboundStart && !now.Before(qp.inWideAt.Add(shrinkQuiet)) {
+	if at := qp.ringShrinkAt(); !at.IsZero() && !now.Before(at) {
 		qp.inWideAt = now
 		if qp.dev.rxGate.TryLock() {
 			qp.inbound.Shrink(inboundStart) // keeping what it holds
 			qp.dev.rxGate.Unlock()
 		}
 	}
-}
-
-// shrink gives the batch, which must be empty, its starting room back.
-func (x *xmitBatch) shrink() {
-	x.msgs, x.bufs, x.pkts, x.refs, x.sealed = nil, nil, nil, nil, nil
-	x.resize(min(xmitStart, x.max))
 }

@@ -72,13 +72,15 @@ func (x *xmitBatch) init(linkBatch int) {
 	x.spare = make([]*pktBuf, 0, xmitSpares)
 }
 
-// resize gives the batch room for size packets, keeping those it holds.
+// resize gives the batch room for size packets (at least those it holds),
+// keeping them: larger for a turn that fills it (start), smaller once
+// empty for a while (QP.shrink).
 func (x *xmitBatch) resize(size int) {
-	x.msgs = append(make([]conn.Message, 0, size), x.msgs...)[:size]
-	x.bufs = append(make([]*pktBuf, 0, size), x.bufs...)[:size]
-	x.pkts = append(make([]wire.Packet, 0, size), x.pkts...)[:size]
-	x.refs = append(make([]mem.Ref, 0, size), x.refs...)[:size]
-	x.sealed = append(make([]uint16, 0, size), x.sealed...)[:size]
+	x.msgs = append(make([]conn.Message, 0, size), x.msgs[:x.n]...)[:size]
+	x.bufs = append(make([]*pktBuf, 0, size), x.bufs[:x.n]...)[:size]
+	x.pkts = append(make([]wire.Packet, 0, size), x.pkts[:x.n]...)[:size]
+	x.refs = append(make([]mem.Ref, 0, size), x.refs[:x.n]...)[:size]
+	x.sealed = append(make([]uint16, 0, size), x.sealed[:x.n]...)[:size]
 }
 
 // bth returns the BTH fields of a packet to the QP's peer: opcode op and

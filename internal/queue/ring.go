@@ -26,11 +26,17 @@ type Ring[T any] struct {
 // New returns a ring with room for at least n entries (n ≥ 1), rounded up
 // to a power of two.
 func New[T any](n int) *Ring[T] {
+	c := pow2AtLeast(n)
+	return &Ring[T]{slots: make([]T, c), mask: uint32(c - 1)}
+}
+
+// pow2AtLeast returns the smallest power of two that is at least n.
+func pow2AtLeast(n int) int {
 	c := 1
 	for c < n {
 		c <<= 1
 	}
-	return &Ring[T]{slots: make([]T, c), mask: uint32(c - 1)}
+	return c
 }
 
 // Cap returns the number of slots.
@@ -94,11 +100,7 @@ func (r *Ring[T]) Grow() { r.resize(2 * len(r.slots)) }
 // the consumer must be excluded (the caller's locks): a ring that grew
 // for a burst gives its memory back once the burst is over.
 func (r *Ring[T]) Shrink(n int) {
-	c := 1
-	for c < n || c < r.Len() {
-		c <<= 1
-	}
-	if c < len(r.slots) {
+	if c := pow2AtLeast(max(n, r.Len())); c < len(r.slots) {
 		r.resize(c)
 	}
 }
