@@ -23,6 +23,21 @@ func freeTCPPort(t *testing.T) string {
 	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 }
 
+// runClient runs a tool's client against a server started just before,
+// again while the server does not listen yet, for up to 5 s; stdout and
+// stderr hold the last attempt's output.
+func runClient(args []string, stdout, stderr *bytes.Buffer) (err error) {
+	for range 500 {
+		stdout.Reset()
+		stderr.Reset()
+		if err = run(args, stdout, stderr); err == nil || !strings.HasPrefix(err.Error(), "Couldn't connect to ") {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return err
+}
+
 // statLine is devinfo.Stat's line, as `rdma statistic show link` prints.
 var statLine = regexp.MustCompile(`(?m)^link goverbs\d+/1 sent_pkts (\d+) rcvd_pkts (\d+) .*retransmitted_pkts \d+ ud_send_too_long \d+ drop_malformed \d+ .* $`)
 
@@ -40,19 +55,8 @@ func TestStatsOption(t *testing.T) {
 		go func() {
 			done <- run([]string{tool, "--stats", "-p", port, "-n", "20", "--addr", "127.0.3.1"}, &srvOut, &srvErr)
 		}()
-		var err error
-		for range 500 { // the server may not listen yet: try for up to 5 s
-			var out bytes.Buffer
-			cliErr.Reset()
-			if err = run([]string{tool, "--stats", "-p", port, "-n", "20", "--addr", "127.0.3.2", "127.0.3.1"}, &out, &cliErr); err == nil {
-				break
-			}
-			if !strings.Contains(err.Error(), "connect") {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		if err != nil {
+		var out bytes.Buffer
+		if err := runClient([]string{tool, "--stats", "-p", port, "-n", "20", "--addr", "127.0.3.2", "127.0.3.1"}, &out, &cliErr); err != nil {
 			t.Fatalf("%s client: %v", tool, err)
 		}
 		if err := <-done; err != nil {
@@ -92,13 +96,8 @@ func TestMismatchedTools(t *testing.T) {
 		go func() {
 			srv <- run([]string{tc.server, "-p", port, "--addr", "127.0.3.3"}, io.Discard, io.Discard)
 		}()
-		var err error
-		for range 500 { // the server may not listen yet: try for up to 5 s
-			if err = run([]string{tc.client, "-p", port, "--addr", "127.0.3.4", "127.0.3.3"}, io.Discard, io.Discard); err == nil || !strings.HasPrefix(err.Error(), "Couldn't connect to ") {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		var out, errOut bytes.Buffer
+		err := runClient([]string{tc.client, "-p", port, "--addr", "127.0.3.4", "127.0.3.3"}, &out, &errOut)
 		if err == nil {
 			t.Errorf("%s client against %s server: no error", tc.client, tc.server)
 		}
