@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 
 	"github.com/goverbs/goverbs/conn"
 	"github.com/goverbs/goverbs/internal/ib"
@@ -74,6 +75,7 @@ type Device struct {
 	// which owedWake wakes).
 	owedMu   sync.Mutex
 	owed     []*QP
+	owedN    atomic.Int32 // len(owed), stored under owedMu
 	owedWake chan struct{}
 
 	mu      sync.Mutex // guards qps' writers, nextQPN, nextPD, srqs and closed

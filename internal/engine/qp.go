@@ -279,7 +279,9 @@ func (qp *QP) dropInbound() {
 func (qp *QP) turn() turnEnd {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
-	qp.owing.Store(false)
+	if qp.owing.Load() { // a store is an atomic exchange, even of what is there
+		qp.owing.Store(false)
+	}
 	if qp.destroyed {
 		return turnDone
 	}
