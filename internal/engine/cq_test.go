@@ -2,12 +2,9 @@ package engine
 
 import (
 	"errors"
-	"net/netip"
 	"runtime"
 	"sync"
 	"testing"
-
-	"github.com/goverbs/goverbs/conn/memconn"
 )
 
 // TestCQPollAcrossResizes: a producer pushes completions while another
@@ -16,16 +13,7 @@ import (
 // Every completion arrives once, in order; the race detector checks that
 // the lock-free look and Resize's swap of the ring do not race.
 func TestCQPollAcrossResizes(t *testing.T) {
-	b, err := memconn.NewNetwork(memconn.Options{}).Listen(netip.MustParseAddrPort("10.0.0.1:4791"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := NewDevice(DeviceConfig{Bind: b})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	cq, err := d.CreateCQ(64)
+	cq, err := newLoneDevice(t).CreateCQ(64)
 	if err != nil {
 		t.Fatal(err)
 	}

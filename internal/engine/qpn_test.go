@@ -31,15 +31,7 @@ func TestQPNRandomBase(t *testing.T) {
 // skipping the reserved ones and those in use, and the QP table finds each
 // QP by its number.
 func TestQPNWrapsUnique(t *testing.T) {
-	b, err := memconn.NewNetwork(memconn.Options{}).Listen(netip.MustParseAddrPort("10.0.0.1:4791"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := NewDevice(DeviceConfig{Bind: b})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := newLoneDevice(t)
 	cq, _ := d.CreateCQ(4)
 	create := func(from uint32) uint32 {
 		t.Helper()
@@ -93,4 +85,20 @@ func TestFromPeer(t *testing.T) {
 	if fromPeer(nil, ap("10.0.0.2:4791")) {
 		t.Error("a QP without a peer took a packet")
 	}
+}
+
+// newLoneDevice opens a device on a memconn network of its own, closed
+// when the test ends.
+func newLoneDevice(t *testing.T) *Device {
+	t.Helper()
+	b, err := memconn.NewNetwork(memconn.Options{}).Listen(netip.MustParseAddrPort("10.0.0.1:4791"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDevice(DeviceConfig{Bind: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
 }
