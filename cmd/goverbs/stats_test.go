@@ -48,7 +48,7 @@ var statLine = regexp.MustCompile(`(?m)^link goverbs\d+/1 sent_pkts (\d+) rcvd_p
 // run at the same time, use 127.0.0.1 and 127.0.0.2 (a server here once
 // reported 0 packets sent, its peer's answered by theirs).
 func TestStatsOption(t *testing.T) {
-	for _, tool := range []string{"ibv_rc_pingpong", "ib_write_bw", "ib_read_lat", "ib_send_lat", "ib_atomic_bw"} {
+	for _, tool := range []string{"ibv_rc_pingpong", "ibv_srq_pingpong", "ib_write_bw", "ib_read_lat", "ib_send_lat", "ib_atomic_bw"} {
 		port := freeTCPPort(t)
 		var srvOut, srvErr, cliErr bytes.Buffer
 		done := make(chan error, 1)

@@ -78,10 +78,9 @@ func Run(cfg Config, stdout io.Writer) error {
 	return s.pingpong(stdout, &rem)
 }
 
-// open creates the device on the RoCE address — by default the IP this
-// end of the TCP connection uses — and the QP, CQ and buffer of
-// rc_pingpong, and posts rx_depth receives.
-func open(cfg Config, c net.Conn) (*session, error) {
+// openDevice opens the device of every ping-pong tool on the RoCE address,
+// by default the IP this end of the TCP connection uses.
+func openDevice(cfg Config, c net.Conn) (*verbs.Device, error) {
 	addr, err := oob.DeviceAddr(c, cfg.Addr)
 	if err != nil {
 		return nil, err
@@ -93,7 +92,13 @@ func open(cfg Config, c net.Conn) (*session, error) {
 	if !cfg.Events {
 		busyPoll = oob.BusyPoll
 	}
-	dev, err := oob.OpenDevice(cfg.IBDev, addr, busyPoll)
+	return oob.OpenDevice(cfg.IBDev, addr, busyPoll)
+}
+
+// open creates the device (openDevice) and the QP, CQ and buffer of
+// rc_pingpong, and posts rx_depth receives.
+func open(cfg Config, c net.Conn) (*session, error) {
+	dev, err := openDevice(cfg, c)
 	if err != nil {
 		return nil, err
 	}

@@ -67,6 +67,9 @@ func RunSRQ(cfg Config, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Stats != nil {
+		defer cfg.Stats(s.dev) // after close, as Run's
+	}
 	defer s.close()
 	my := make([]dest, maxSRQQPs)
 	gid, err := s.dev.QueryGID(1, max(cfg.GIDIdx, 0))
@@ -91,18 +94,7 @@ func RunSRQ(cfg Config, stdout io.Writer) error {
 // buffer, a CQ of rx_depth + num_qp, an SRQ of rx_depth and the QPs in
 // INIT, and posts rx_depth receives to the SRQ.
 func openSRQ(cfg Config, c net.Conn) (*srqSession, error) {
-	addr, err := oob.DeviceAddr(c, cfg.Addr)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.IBPort != 1 {
-		return nil, fmt.Errorf("Couldn't get port info: port %d", cfg.IBPort)
-	}
-	busyPoll := verbs.BusyPollOff
-	if !cfg.Events {
-		busyPoll = oob.BusyPoll
-	}
-	dev, err := oob.OpenDevice(cfg.IBDev, addr, busyPoll)
+	dev, err := openDevice(cfg, c)
 	if err != nil {
 		return nil, err
 	}
