@@ -33,6 +33,7 @@ var layers = map[string]struct {
 	"conn/memconn":              {internal: []string{"conn"}},
 	"internal/leakcheck":        {}, // test helper, standard library only
 	"internal/golden":           {}, // test helper, standard library only
+	"internal/clienttest":       {}, // test helper, standard library only
 	"internal/wire":             {}, // standard library only
 	"internal/ib":               {},
 	"internal/queue":            {},

@@ -6,10 +6,10 @@ import (
 	"net"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/goverbs/goverbs/internal/clienttest"
 	"github.com/goverbs/goverbs/internal/oob"
 )
 
@@ -26,16 +26,12 @@ func freeTCPPort(t *testing.T) string {
 // runClient runs a tool's client against a server started just before,
 // again while the server does not listen yet, for up to 5 s; stdout and
 // stderr hold the last attempt's output.
-func runClient(args []string, stdout, stderr *bytes.Buffer) (err error) {
-	for range 500 {
+func runClient(args []string, stdout, stderr *bytes.Buffer) error {
+	return clienttest.UntilListening(func() error {
 		stdout.Reset()
 		stderr.Reset()
-		if err = run(args, stdout, stderr); err == nil || !strings.HasPrefix(err.Error(), "Couldn't connect to ") {
-			return err
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return err
+		return run(args, stdout, stderr)
+	})
 }
 
 // statLine is devinfo.Stat's line, as `rdma statistic show link` prints.

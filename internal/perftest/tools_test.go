@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goverbs/goverbs/internal/clienttest"
 	"github.com/goverbs/goverbs/internal/leakcheck"
 	"github.com/goverbs/goverbs/verbs"
 )
@@ -116,13 +117,7 @@ func runSides(t *testing.T, tool string, srvArgs, cliArgs []string) (srv, cli si
 		defer wg.Done()
 		srvErr = Run(srvCfg, &srvOut)
 	}()
-	for range 500 { // the server may not listen yet: try for up to 5 s
-		if err = Run(cliCfg, &cliOut); err == nil || !strings.Contains(err.Error(), "connect") {
-			break
-		}
-		cliOut.Reset()
-		time.Sleep(10 * time.Millisecond)
-	}
+	err = clienttest.UntilListening(func() error { cliOut.Reset(); return Run(cliCfg, &cliOut) })
 	if err != nil {
 		unblock(port) // a server still waiting for its client fails instead
 	}
@@ -424,13 +419,7 @@ func TestErrors(t *testing.T) {
 	}
 	srvErr := make(chan error)
 	go func() { srvErr <- Run(parse("-x", "1"), io.Discard) }()
-	var err error
-	for range 500 { // up to 5 s
-		if err = Run(parse("--addr", "127.0.1.1", "127.0.1.2"), io.Discard); err == nil || !strings.Contains(err.Error(), "connect to") {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	err := clienttest.UntilListening(func() error { return Run(parse("--addr", "127.0.1.1", "127.0.1.2"), io.Discard) })
 	if err == nil || !strings.Contains(err.Error(), "exchanging key messages") {
 		t.Errorf("client of a failed server: %v", err)
 		unblock(port)

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/goverbs/goverbs/internal/clienttest"
 	"github.com/goverbs/goverbs/verbs"
 )
 
@@ -122,13 +122,7 @@ func runPairWith(t *testing.T, base Config, Run func(Config, io.Writer) error) (
 	}()
 	cfg := base
 	cfg.Server = "127.0.0.2"
-	var err error
-	for range 500 { // the server may not listen yet: try for up to 5 s
-		if err = Run(cfg, &cliOut); err == nil || !strings.Contains(err.Error(), "connect") {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	err := clienttest.UntilListening(func() error { cliOut.Reset(); return Run(cfg, &cliOut) })
 	if err != nil { // a server still waiting for its client fails instead
 		if c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
 			c.Close()
