@@ -60,7 +60,8 @@ func TestInboundBounded(t *testing.T) {
 func TestInboundGrowsUnderTurns(t *testing.T) {
 	for _, quiet := range []time.Duration{time.Hour, 100 * time.Microsecond} {
 		t.Run(fmt.Sprint("quiet ", quiet), func(t *testing.T) {
-			defer func(d time.Duration) { shrinkQuiet = d }(shrinkQuiet)
+			old := shrinkQuiet
+			t.Cleanup(func() { shrinkQuiet = old }) // after the device closed: its worker may run a turn until then
 			shrinkQuiet = quiet
 			testInboundUnderTurns(t, quiet < time.Millisecond)
 		})
