@@ -20,7 +20,9 @@ type CQ struct {
 	dev *Device
 	mu  sync.Mutex // serialises producers (QP turns of several QPs)
 	// ring is replaced by Resize, holding both mu and pollMu; Poll
-	// loads it without either to find it empty.
+	// loads it without either to find it empty (during a Resize it may
+	// find the old one drained: none for that look, as if they came
+	// a moment later).
 	ring atomic.Pointer[queue.Ring[WC]]
 	// overrun is set under mu when a completion did not fit.
 	overrun atomic.Bool
