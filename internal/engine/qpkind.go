@@ -58,7 +58,7 @@ var qpKinds = [...]qpKind{
 			ib.WRSendWithInv, ib.WRBindMW, ib.WRLocalInv),
 		connected: true, acked: true,
 		request: (*QP).request,
-		respond: func(qp *QP, in *inPkt, now instant) { qp.respond(in.p, now) },
+		respond: func(qp *QP, in *inPkt, now instant) { qp.respond(in.packet(), now) },
 	},
 	ib.QPTypeUC: {
 		transport: wire.TransportUC,

@@ -69,31 +69,39 @@ func (c *coalescer) RecvCoalesced(msgs []conn.Message) (int, error) {
 
 // TestRecvCoalescedRuns writes a 3-packet RDMA WRITE whose MIDDLE and LAST
 // arrive as one coalesced run, with the run's packets queued as views of
-// the receive buffer (within the pin budget) and copied out (budget 0),
-// and checks the bytes placed and that nothing was dropped; then that an
-// oversized datagram is.
+// the receive buffer (within the pin budget), copied out (budget 0), or,
+// short, copied into their inbound slots, and checks the bytes placed and
+// that nothing was dropped; then that an oversized datagram is.
 func TestRecvCoalescedRuns(t *testing.T) {
-	for _, budget := range []int32{rxPinBudget, 0} {
-		t.Run(fmt.Sprint("budget", budget), func(t *testing.T) {
+	for _, tc := range []struct {
+		budget int32
+		seg    int
+	}{{rxPinBudget, 256}, {0, 256}, {rxPinBudget, 8}} {
+		budget, seg := tc.budget, tc.seg
+		t.Run(fmt.Sprintf("budget%d/seg%d", budget, seg), func(t *testing.T) {
 			old := rxPinBudget
 			t.Cleanup(func() { rxPinBudget = old }) // after the device closed
 			rxPinBudget = budget
 			var c *coalescer
 			r := newFuzzRig(t, func(cfg *DeviceConfig, _ *QPCap) { c = newCoalescer(cfg.Bind); cfg.Bind = c })
-			const seg = 256
 			data := make([]byte, 3*seg)
 			for i := range data {
 				data[i] = byte(i*7 + 1)
 			}
+			// Below the path MTU, three WRITEs of one packet each.
+			ops, rethAt, length := []wire.Opcode{wire.RCWriteFirst, wire.RCWriteMiddle, wire.RCWriteLast}, 0, len(data)
+			if seg < int(r.qp.mtu) {
+				ops, rethAt, length = []wire.Opcode{wire.RCWriteOnly, wire.RCWriteOnly, wire.RCWriteOnly}, seg, seg
+			}
 			var batch []conn.Message
-			for i, op := range []wire.Opcode{wire.RCWriteFirst, wire.RCWriteMiddle, wire.RCWriteLast} {
+			for i, op := range ops {
 				p, err := wire.NewPacket(make([]byte, pktBufSize), 0, &wire.BTHFields{Opcode: op, PKey: 0xffff,
-					DestQP: r.qp.qpn, PSN: wire.PSN(i), AckRequest: op == wire.RCWriteLast}, seg)
+					DestQP: r.qp.qpn, PSN: wire.PSN(i), AckRequest: i == len(ops)-1}, seg)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if h := p.RETH(); h != nil {
-					h.Encode(&wire.RETHFields{VA: mem.AddrOf(r.region), RKey: uint32(r.key), DMALength: uint32(len(data))})
+					h.Encode(&wire.RETHFields{VA: mem.AddrOf(r.region) + uint64(i*rethAt), RKey: uint32(r.key), DMALength: uint32(length)})
 				}
 				copy(p.Payload(), data[i*seg:])
 				p.SealICRC(&r.env)

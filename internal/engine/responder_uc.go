@@ -14,7 +14,7 @@ import (
 // whatever PSN it has (IBA 9.8, unreliable services; rxe does the same). Requests a RC
 // responder NAKs are dropped the same way (unackedErrors).
 func (qp *QP) respondUC(in *inPkt) {
-	p, r := in.p, &qp.resp
+	p, r := in.packet(), &qp.resp
 	info, psn := p.Info(), p.BTH().PSN()
 	qp.noteReceived()
 	gap := psn != r.psn

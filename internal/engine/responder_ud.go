@@ -15,7 +15,7 @@ import (
 // came from an SRQ, where it completes with LOC_LEN_ERR (class E, as
 // unackedErrors; the Q_Key was checked on receipt, admitsDatagram).
 func (qp *QP) respondUD(in *inPkt) {
-	p, r := in.p, &qp.resp
+	p, r := in.packet(), &qp.resp
 	qp.noteReceived()
 	if !r.haveWQE {
 		if !qp.popRecv(&r.wqe) {
