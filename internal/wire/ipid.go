@@ -2,6 +2,7 @@ package wire
 
 import (
 	"hash/crc32"
+	"math/bits"
 	"sync"
 )
 
@@ -16,9 +17,10 @@ import (
 
 // ipidSolver solves L(id) = t for one packet length.
 type ipidSolver struct {
-	col   [16]uint32 // L of each ID bit
-	tmask [16]uint32 // ID bit b is the parity of t & tmask[b]
-	ok    bool       // the 16 columns are independent (they are for CRC-32)
+	col   [16]uint32    // L of each ID bit
+	byNib [4][16]uint32 // L of each value of each of the ID's four nibbles, low first
+	tmask [16]uint32    // ID bit b is the parity of t & tmask[b]
+	ok    bool          // the 16 columns are independent (they are for CRC-32)
 }
 
 // ipidTail is the number of CRC input bytes after the IPv4 ID field for a
@@ -88,6 +90,14 @@ func newIPIDSolver(tail int) *ipidSolver {
 			r = crc32.IEEETable[byte(r)^c] ^ r>>8
 		}
 		s.col[b] = shift.apply(r)
+	}
+	// L is linear: the L of a nibble value is that of the value without
+	// its lowest set bit, with that bit's column added.
+	for k := range s.byNib {
+		t := &s.byNib[k]
+		for v := 1; v < 16; v++ {
+			t[v] = t[v&(v-1)] ^ s.col[4*k+bits.TrailingZeros(uint(v))]
+		}
 	}
 	// Gaussian elimination on the rows (bit positions of t): keep, for each
 	// pivot, which combination of original rows it is.

@@ -37,14 +37,14 @@ func solverForLen(n int) *ipidSolver {
 	return s
 }
 
-// delta returns L(id): the ICRC change between ID 0 and id. It is
-// branch-free: the bits of a sequence number would defeat the predictor.
+// delta returns L(id): the ICRC change between ID 0 and id, the L of its
+// four nibbles. (A loop over its bits, each column masked in without a
+// branch, took 15–20 ns a call, and a sender reseals every packet of a
+// GSO run; tables by byte, 2 KiB a solver, would let garbage of every
+// length from the network pin 16 MiB of them.)
 func (s *ipidSolver) delta(id uint16) uint32 {
-	var l uint32
-	for b := range 16 {
-		l ^= s.col[b] & -(uint32(id>>b) & 1)
-	}
-	return l
+	t := &s.byNib
+	return t[0][id&15] ^ t[1][id>>4&15] ^ t[2][id>>8&15] ^ t[3][id>>12]
 }
 
 // ResealIPID moves the trailer of p, sealed for an IPv4 datagram with
