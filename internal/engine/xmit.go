@@ -41,6 +41,13 @@ type xmitBatch struct {
 	// ACK), and taking them from the shared pool and putting them back
 	// cost a tenth of BenchmarkWriteLatEngine's time.
 	spare []*pktBuf
+	// slab holds the batch's short packets, of at most slabPkt bytes (an
+	// ACK, a READ request, a small WRITE or SEND), end to end from its
+	// start up to slabUsed: room for one in each of the batch's places,
+	// taken without the pool and its synchronisation, and the run's
+	// packets adjacent in memory. A flush empties it.
+	slab     []byte
+	slabUsed int
 	// max is the most packets the batch holds (init); it starts with
 	// room for xmitStart and doubles when a turn fills it (start), so that
 	// a QP that never streams does not hold room for a stream's turn.
@@ -59,6 +66,11 @@ const (
 	xmitSpares = 2
 	xmitStart  = 8
 )
+
+// slabPkt is the longest packet laid out in the batch's slab: headers and
+// up to 60 bytes of payload. pktBufSize bytes of the pool hold each longer
+// one.
+const slabPkt = 128
 
 // init bounds the batch at a whole turn, a turnBudget of requests, the
 // rest of their last run (extends) and a turnBudget of responses or ACKs,
@@ -81,6 +93,9 @@ func (x *xmitBatch) resize(size int) {
 	x.pkts = append(make([]wire.Packet, 0, size), x.pkts[:x.n]...)[:size]
 	x.refs = append(make([]mem.Ref, 0, size), x.refs[:x.n]...)[:size]
 	x.sealed = append(make([]uint16, 0, size), x.sealed[:x.n]...)[:size]
+	// The packets queued stay where they are, in the old slab, until the
+	// flush; the new one starts empty.
+	x.slab, x.slabUsed = make([]byte, size*slabPkt), 0
 }
 
 // bth returns the BTH fields of a packet to the QP's peer: opcode op and
@@ -100,14 +115,23 @@ func (x *xmitBatch) start(qp *QP, f *wire.BTHFields, payloadLen int) wire.Packet
 			x.flush(qp)
 		}
 	}
-	var b *pktBuf
-	if k := len(x.spare); k > 0 {
-		b, x.spare = x.spare[k-1], x.spare[:k-1]
+	var buf []byte
+	if n := wire.PacketLen(f.Opcode, payloadLen); n <= slabPkt && x.slabUsed+n <= len(x.slab) {
+		// It fits unless aborted packets used up room (abort).
+		buf = x.slab[x.slabUsed : x.slabUsed+n]
+		x.slabUsed += n
+		x.bufs[x.n] = nil
 	} else {
-		b = getBuf()
+		var b *pktBuf
+		if k := len(x.spare); k > 0 {
+			b, x.spare = x.spare[k-1], x.spare[:k-1]
+		} else {
+			b = getBuf()
+		}
+		x.bufs[x.n] = b
+		buf = b.b[:]
 	}
-	x.bufs[x.n] = b
-	p, err := wire.NewPacket(b.b[:], 0, f, payloadLen)
+	p, err := wire.NewPacket(buf, 0, f, payloadLen)
 	if err != nil {
 		// Opcodes and lengths come from the engine's own tables and the
 		// path MTU; a failure here is a bug, not bad input.
@@ -190,14 +214,19 @@ func (x *xmitBatch) joins(size int) bool {
 	return x.runLen > 0 && !x.runShut && size <= x.runSize && x.runLen < x.runMax && x.n < x.max
 }
 
-// abort frees the buffer of a packet started but not queued.
+// abort frees the buffer of a packet started but not queued. Its room in
+// the slab stays used until the flush.
 func (x *xmitBatch) abort() {
 	x.free(x.bufs[x.n])
 	x.bufs[x.n] = nil
 }
 
-// free keeps b as a spare, or puts it back in the pool.
+// free keeps b as a spare, or puts it back in the pool; nil is a packet
+// in the slab.
 func (x *xmitBatch) free(b *pktBuf) {
+	if b == nil {
+		return
+	}
 	if len(x.spare) < xmitSpares {
 		x.spare = append(x.spare, b)
 		return
@@ -267,5 +296,5 @@ func (x *xmitBatch) discard() {
 		x.refs[i].Release()
 		x.msgs[i] = conn.Message{}
 	}
-	x.n, x.runLen = 0, 0
+	x.n, x.runLen, x.slabUsed = 0, 0, 0
 }

@@ -91,6 +91,64 @@ func TestXmitResealsForPlannedIDs(t *testing.T) {
 	}
 }
 
+// TestXmitSlab fills batches with short packets, laid out in the batch's
+// slab, and long ones, in pool buffers, with aborted short packets using
+// up slab room first so that later short ones fall back to the pool, and
+// the batch growing (a new slab) midway; every packet must leave intact,
+// its bytes its own, in two batches in a row.
+func TestXmitSlab(t *testing.T) {
+	b := &planBind{failAfter: -1}
+	qp := &QP{dev: &Device{bind: b, planner: b}}
+	qp.env = wire.Envelope{Src: netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.0.2"),
+		FlagsFragment: wire.FlagDontFragment, SrcPort: 4791, DstPort: 4791}
+	peer := netip.AddrPortFrom(qp.env.Dst, 4791)
+	qp.peer.Store(&peer)
+	qp.xmit.init(16)
+	full := slabPkt - wire.BTHSize - wire.ICRCSize // a SEND ONLY of exactly slabPkt bytes
+	for batch := range 2 {
+		for range xmitStart / 2 {
+			qp.xmit.start(qp, &wire.BTHFields{Opcode: wire.RCSendOnly}, full)
+			qp.xmit.abort()
+		}
+		var want [][]byte
+		pooled := 0
+		for i := range 3 * xmitStart {
+			size := full - i%5 // short, of several lengths
+			if i%3 == 2 {
+				size = 1024 // long
+			}
+			p := qp.xmit.start(qp, &wire.BTHFields{Opcode: wire.RCSendOnly, PKey: 0xffff, PSN: wire.PSN(i), DestQP: 0x11}, size)
+			for j := range p.Payload() {
+				p.Payload()[j] = byte(batch*7 + i + j)
+			}
+			qp.xmit.queue(qp, p)
+			want = append(want, bytes.Clone(p.Payload()))
+			if i < xmitStart && qp.xmit.bufs[i] != nil {
+				pooled++
+			}
+		}
+		// Of the first 8, in a slab of 8 places half used up by the
+		// aborted ones: 2 long, and the last 2 short (128, 128, 128,
+		// 124 bytes fit, 4 bytes are left).
+		if batch == 0 && pooled != 4 {
+			t.Errorf("%d of the first %d packets in pool buffers, want 4", pooled, xmitStart)
+		}
+		b.sent = b.sent[:0]
+		qp.xmit.flush(qp)
+		if len(b.sent) != len(want) {
+			t.Fatalf("batch %d: %d packets sent, want %d", batch, len(b.sent), len(want))
+		}
+		for i, s := range b.sent {
+			if s.p.CheckICRC(&qp.env) != nil || !bytes.Equal(s.p.Payload(), want[i]) {
+				t.Errorf("batch %d: packet %d left changed", batch, i)
+			}
+		}
+		if qp.xmit.slabUsed != 0 {
+			t.Errorf("batch %d: %d bytes of the slab still used after the flush", batch, qp.xmit.slabUsed)
+		}
+	}
+}
+
 // gatherBind records, for every datagram the device sends, whether its
 // payload part (Body) is a view of the rig's region and the whole
 // datagram, as the link would put it on the wire.
