@@ -8,6 +8,7 @@ import (
 
 	"github.com/goverbs/goverbs/conn"
 	"github.com/goverbs/goverbs/internal/ib"
+	"github.com/goverbs/goverbs/internal/mem"
 	"github.com/goverbs/goverbs/internal/wire"
 )
 
@@ -200,7 +201,7 @@ func (d *Device) queueBatch(rb *rxBatch, got int) {
 				continue
 			}
 			b := getBuf()
-			n := copy(b.b[:], dg.Buf)
+			n := mem.Place(b.b[:], dg.Buf)
 			rb.ready = d.enqueue(qp, inPkt{p: wire.Packet(b.b[:n]), buf: b}, rb.ready)
 		}
 		if pin && rb.bufs[i].refs.Load() > 1 {

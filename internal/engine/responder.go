@@ -318,7 +318,7 @@ func (qp *QP) respWrite(p wire.Packet, psn wire.PSN) respOutcome {
 		if o != respDone {
 			return o // deregistered in the middle of the message
 		}
-		copy(ref.Bytes(), data)
+		mem.Place(ref.Bytes(), data)
 		ref.Release()
 	}
 	r.write.va += uint64(n)

@@ -64,7 +64,7 @@ func (qp *QP) moveSGEs(sges []SGE, off uint32, p []byte, write bool, crc *wire.I
 		}
 		switch {
 		case write:
-			copy(ref.Bytes(), p[:n])
+			mem.Place(ref.Bytes(), p[:n])
 		case crc != nil:
 			crc.Copy(p[:n], ref.Bytes())
 		default:
