@@ -37,6 +37,23 @@ func TestPlace(t *testing.T) {
 	}
 }
 
+// TestPlaceOverlap checks that Place moves overlapping slices as copy
+// does, both ways.
+func TestPlaceOverlap(t *testing.T) {
+	for _, shift := range []int{-12, 12, -4000, 4000} {
+		buf := make([]byte, 3*placePiece+8192)
+		for i := range buf {
+			buf[i] = byte(i*13 + i>>9)
+		}
+		want := bytes.Clone(buf)
+		at, n := 4096, 2*placePiece+300
+		copy(want[at+shift:at+shift+n], want[at:at+n])
+		if got := Place(buf[at+shift:at+shift+n], buf[at:at+n]); got != n || !bytes.Equal(buf, want) {
+			t.Errorf("shift %d: Place = %d, bytes equal to copy's: %v", shift, got, bytes.Equal(buf, want))
+		}
+	}
+}
+
 // BenchmarkPlace moves the payloads of 15 4 KiB-MTU packets as a
 // coalesced receive holds them (12 bytes of BTH, 4112 bytes apart) into
 // consecutive 4 KiB of a region, and, for comparison, with copy.
