@@ -15,7 +15,8 @@ import (
 // inboundDepth is how many received packets a QP queues before the receive
 // loop drops (a NIC's receive ring). The ring starts at inboundStart and
 // doubles when a burst fills it (Device.enqueue): a QP that never sees
-// one holds 64 slots, not 4096 (160 KiB of a connected QP's 210 did), and
+// one holds 64 slots, not 4096 (160 KiB of a connected QP's 210 did when
+// a slot was 40 bytes; 448 KiB at 112, with room for a short packet), and
 // one that saw one shrinks back when quiet (shrink.go).
 const (
 	inboundDepth = 4096

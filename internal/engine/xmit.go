@@ -215,10 +215,14 @@ func (x *xmitBatch) joins(size int) bool {
 }
 
 // abort frees the buffer of a packet started but not queued. Its room in
-// the slab stays used until the flush.
+// the slab stays used until the flush, or is free at once if nothing is
+// queued.
 func (x *xmitBatch) abort() {
 	x.free(x.bufs[x.n])
 	x.bufs[x.n] = nil
+	if x.n == 0 {
+		x.slabUsed = 0
+	}
 }
 
 // free keeps b as a spare, or puts it back in the pool; nil is a packet

@@ -93,9 +93,10 @@ func TestXmitResealsForPlannedIDs(t *testing.T) {
 
 // TestXmitSlab fills batches with short packets, laid out in the batch's
 // slab, and long ones, in pool buffers, with aborted short packets using
-// up slab room first so that later short ones fall back to the pool, and
-// the batch growing (a new slab) midway; every packet must leave intact,
-// its bytes its own, in two batches in a row.
+// up slab room so that later short ones fall back to the pool, and the
+// batch growing (a new slab) midway; every packet must leave intact, its
+// bytes its own, in two batches in a row. Packets aborted with nothing
+// queued leave the slab empty.
 func TestXmitSlab(t *testing.T) {
 	b := &planBind{failAfter: -1}
 	qp := &QP{dev: &Device{bind: b, planner: b}}
@@ -105,14 +106,23 @@ func TestXmitSlab(t *testing.T) {
 	qp.peer.Store(&peer)
 	qp.xmit.init(16)
 	full := slabPkt - wire.BTHSize - wire.ICRCSize // a SEND ONLY of exactly slabPkt bytes
-	for batch := range 2 {
+	abort := func() {
 		for range xmitStart / 2 {
 			qp.xmit.start(qp, &wire.BTHFields{Opcode: wire.RCSendOnly}, full)
 			qp.xmit.abort()
 		}
+	}
+	abort() // on an empty batch, which frees the room
+	if qp.xmit.slabUsed != 0 {
+		t.Fatalf("%d bytes of the slab used by packets aborted on an empty batch", qp.xmit.slabUsed)
+	}
+	for batch := range 2 {
 		var want [][]byte
 		pooled := 0
 		for i := range 3 * xmitStart {
+			if i == 1 {
+				abort() // after a packet queued, which keeps the room used
+			}
 			size := full - i%5 // short, of several lengths
 			if i%3 == 2 {
 				size = 1024 // long
@@ -129,7 +139,7 @@ func TestXmitSlab(t *testing.T) {
 		}
 		// Of the first 8, in a slab of 8 places half used up by the
 		// aborted ones: 2 long, and the last 2 short (128, 128, 128,
-		// 124 bytes fit, 4 bytes are left).
+		// 124 bytes fit around the aborted 512, 4 bytes are left).
 		if batch == 0 && pooled != 4 {
 			t.Errorf("%d of the first %d packets in pool buffers, want 4", pooled, xmitStart)
 		}
