@@ -47,11 +47,10 @@ var (
 // "A waiter receives"), and every few such polls it yields the processor:
 // the NIC is goroutines of this process, and a loop spinning on a Poll
 // that did neither held a processor they needed to deliver what it waited
-// for (doc/performance.md has the figures). With one processor, a loop
-// that spins on one device's CQ still starves another device of the same
-// process, whose receive loop then sleeps until the runtime looks at the
-// network (10 ms): poll a CQ of each, or use Wait, which sleeps, or
-// Notify.
+// for (doc/performance.md has the figures). When it yields it receives for
+// the process's other devices as well: their receive loops wait for the
+// runtime to look at the network, which it does not while a goroutine
+// that only yields is runnable (with one processor, every 10 ms).
 func (cq *CQ) Poll(wcs []WC) (int, error) {
 	n, err := cq.poll(wcs, errPollOverrun, errPollClosed)
 	if n == 0 && err == nil {
@@ -62,11 +61,19 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 
 // progress receives for the device on the calling goroutine, the k-th
 // time a poll found nothing, and yields the processor when that received
-// nothing and the device asks for it, or every yieldEvery-th time. It
-// reports whether it received.
+// nothing and the device asks for it, or every yieldEvery-th time, when it
+// first receives for the process's other devices (Poll). It reports
+// whether it received.
 func (cq *CQ) progress(k uint32) bool {
 	got, yield := cq.dev.e.Progress()
 	if !got && (yield || k%yieldEvery == yieldEvery-1) {
+		if k%yieldEvery == yieldEvery-1 {
+			for _, d := range *registry.all.Load() {
+				if d != cq.dev {
+					d.e.Progress()
+				}
+			}
+		}
 		runtime.Gosched()
 	}
 	return got

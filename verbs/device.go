@@ -6,7 +6,9 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -110,6 +112,15 @@ var registry deviceRegistry
 type deviceRegistry struct {
 	sync.Mutex
 	devs []*Device
+	// all is a copy of devs made at each change, for pollers to read
+	// without the lock (CQ.progress).
+	all atomic.Pointer[[]*Device]
+}
+
+// changed publishes devs as all. r must be held.
+func (r *deviceRegistry) changed() {
+	all := slices.Clone(r.devs)
+	r.all.Store(&all)
 }
 
 // listenErr is OpenDevice's error for a device that could not listen;
@@ -176,6 +187,7 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 	d := &Device{name: name, e: e}
 	d.async.start(e)
 	registry.devs = append(registry.devs, d)
+	registry.changed()
 	return d, nil
 }
 
@@ -231,6 +243,7 @@ func (d *Device) Close() error {
 	for i, x := range registry.devs {
 		if x == d {
 			registry.devs = append(registry.devs[:i], registry.devs[i+1:]...)
+			registry.changed()
 			break
 		}
 	}
