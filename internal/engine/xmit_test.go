@@ -51,18 +51,25 @@ func (b *planBind) Send(msgs []conn.Message) (int, error) {
 	return n, nil
 }
 
+// newPlanQP returns a QP, with only what its transmit batch needs, of a
+// device sending through b.
+func newPlanQP(b *planBind) *QP {
+	qp := &QP{dev: &Device{bind: b, planner: b}}
+	qp.env = wire.Envelope{Src: netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.0.2"),
+		FlagsFragment: wire.FlagDontFragment, SrcPort: 4791, DstPort: 4791}
+	peer := netip.AddrPortFrom(qp.env.Dst, 4791)
+	qp.peer.Store(&peer)
+	qp.xmit.init(16)
+	return qp
+}
+
 // TestXmitResealsForPlannedIDs: each packet leaves with the ICRC for the
 // ID the link planned for it, also when the link stops coalescing halfway
 // through a batch and the rest is planned again.
 func TestXmitResealsForPlannedIDs(t *testing.T) {
 	for _, failAfter := range []int{-1, 0, 3} {
 		b := &planBind{gso: true, failAfter: failAfter}
-		qp := &QP{dev: &Device{bind: b, planner: b}}
-		qp.env = wire.Envelope{Src: netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.0.2"),
-			FlagsFragment: wire.FlagDontFragment, SrcPort: 4791, DstPort: 4791}
-		peer := netip.AddrPortFrom(qp.env.Dst, 4791)
-		qp.peer.Store(&peer)
-		qp.xmit.init(16)
+		qp := newPlanQP(b)
 		const pkts = 10
 		for i := range pkts {
 			p := qp.xmit.start(qp, &wire.BTHFields{Opcode: wire.RCWriteMiddle, PKey: 0xffff, PSN: wire.PSN(i), DestQP: 0x11}, 1024)
@@ -99,12 +106,7 @@ func TestXmitResealsForPlannedIDs(t *testing.T) {
 // queued leave the slab empty.
 func TestXmitSlab(t *testing.T) {
 	b := &planBind{failAfter: -1}
-	qp := &QP{dev: &Device{bind: b, planner: b}}
-	qp.env = wire.Envelope{Src: netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.0.2"),
-		FlagsFragment: wire.FlagDontFragment, SrcPort: 4791, DstPort: 4791}
-	peer := netip.AddrPortFrom(qp.env.Dst, 4791)
-	qp.peer.Store(&peer)
-	qp.xmit.init(16)
+	qp := newPlanQP(b)
 	full := slabPkt - wire.BTHSize - wire.ICRCSize // a SEND ONLY of exactly slabPkt bytes
 	abort := func() {
 		for range xmitStart / 2 {
