@@ -40,7 +40,9 @@ var layers = map[string]struct {
 }
 
 func TestImportDirections(t *testing.T) {
-	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", "./...").Output()
+	// -pgo=off: with cmd/goverbs/default.pgo, go list names the imports of
+	// the command as the variants built for it ("bufio [.../cmd/goverbs]").
+	out, err := exec.Command("go", "list", "-pgo=off", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", "./...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
