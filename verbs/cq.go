@@ -48,9 +48,10 @@ var (
 // the NIC is goroutines of this process, and a loop spinning on a Poll
 // that did neither held a processor they needed to deliver what it waited
 // for (doc/performance.md has the figures). When it yields it receives for
-// the process's other devices as well: their receive loops wait for the
-// runtime to look at the network, which it does not while a goroutine
-// that only yields is runnable (with one processor, every 10 ms).
+// one of the process's other devices as well, each in turn: their receive
+// loops wait for the runtime to look at the network, which it does not
+// while a goroutine that only yields is runnable (with one processor,
+// every 10 ms).
 func (cq *CQ) Poll(wcs []WC) (int, error) {
 	n, err := cq.poll(wcs, errPollOverrun, errPollClosed)
 	if n == 0 && err == nil {
@@ -62,17 +63,18 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 // progress receives for the device on the calling goroutine, the k-th
 // time a poll found nothing, and yields the processor when that received
 // nothing and the device asks for it, or every yieldEvery-th time, when it
-// first receives for the process's other devices (Poll). It reports
-// whether it received.
+// first receives for one of the process's other devices, each in turn
+// (Poll): one more receive a yield, however many devices the process has.
+// It reports whether it received.
 func (cq *CQ) progress(k uint32) bool {
 	got, yield := cq.dev.e.Progress()
 	if !got && (yield || k%yieldEvery == yieldEvery-1) {
-		if k%yieldEvery == yieldEvery-1 {
-			for _, d := range *registry.all.Load() {
-				if d != cq.dev {
-					d.e.Progress()
-				}
+		if all := *registry.all.Load(); k%yieldEvery == yieldEvery-1 && len(all) > 1 {
+			i := int(k/yieldEvery) % len(all)
+			if all[i] == cq.dev {
+				i = (i + 1) % len(all)
 			}
+			all[i].e.Progress()
 		}
 		runtime.Gosched()
 	}

@@ -2,6 +2,7 @@ package verbs_test
 
 import (
 	"bytes"
+	"net/netip"
 	"runtime"
 	"testing"
 
@@ -20,9 +21,19 @@ import (
 // consult while a goroutine that only yields is runnable.
 func TestPollReceives(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	for _, both := range []bool{true, false} {
-		name := map[bool]string{true: "both CQs", false: "the sender's CQ"}[both]
+	for _, tc := range []struct {
+		name        string
+		both, third bool // poll the receiver's CQ too; open an idle third device first
+	}{{"both CQs", true, false}, {"the sender's CQ", false, false}, {"the sender's CQ, three devices", false, true}} {
+		name, both := tc.name, tc.both
 		t.Run(name, func(t *testing.T) {
+			if tc.third { // Poll takes the other devices in turn
+				d, err := verbs.OpenDevice(verbs.DeviceConfig{Addr: netip.MustParseAddrPort("127.0.0.1:0")})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { d.Close() })
+			}
 			p := verbstest.New(t, verbstest.Options{Link: verbstest.UDP})
 			src, dst := p.A.Buffer(t, 4096, 3), p.B.Buffer(t, 4096, 0)
 			wcs := make([]verbs.WC, 1)
