@@ -26,8 +26,8 @@ type inPkt struct {
 }
 
 // shortMax is the longest packet its inbound slot holds: an ACK (20
-// bytes), an atomic ACK (28), a READ request (32), a WRITE of up to 24
-// bytes, an atomic request (44). Such a packet, the whole of a latency
+// bytes), an atomic ACK (28), a READ request (32), a WRITE ONLY of up to
+// 32 bytes, an atomic request (44). Such a packet, the whole of a latency
 // test's traffic, is copied on arrival, which costs less than pinning a
 // coalesced receive's buffer and taking a fresh one from the pool (two
 // pool operations and four atomic counts a packet).

@@ -8,8 +8,9 @@ import "time"
 // more packets queued than a new QP's ring holds and it did not grow, the
 // batch when no flush sent more packets than a new QP's batch holds. A
 // burst left up to half a MiB behind otherwise (a full ring's 4096 slots
-// of 112 bytes, and the batch), in every QP that ever took one. A shorter wait would have a stream's ring and batch grow again
-// after every pause, allocating on its hot path.
+// of 112 bytes, and the batch), in every QP that ever took one. A shorter
+// wait would have a stream's ring and batch grow again after every pause,
+// allocating on its hot path.
 var shrinkQuiet = time.Second // a variable so that tests can shorten it
 
 // noteInbound records, at a turn's start, a ring holding more than a new

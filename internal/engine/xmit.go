@@ -67,9 +67,9 @@ const (
 	xmitStart  = 8
 )
 
-// slabPkt is the longest packet laid out in the batch's slab: headers and
-// up to 60 bytes of payload. pktBufSize bytes of the pool hold each longer
-// one.
+// slabPkt is the longest packet laid out in the batch's slab: a WRITE ONLY
+// with up to 96 bytes of payload, a SEND ONLY with up to 112. pktBufSize
+// bytes of the pool hold each longer one.
 const slabPkt = 128
 
 // init bounds the batch at a whole turn, a turnBudget of requests, the
