@@ -5,7 +5,9 @@
 # runs each perftest-compatible tool goverbs to goverbs over loopback, both
 # sides writing a CPU profile (GOVERBS_CPUPROFILE), and merges them. Run it
 # after the data path changes much: a stale profile still builds, it only
-# helps less (doc/performance.md, "Profile-guided optimisation").
+# helps less (doc/performance.md, "Profile-guided optimisation"). A profile
+# is a sample, and a new one can do worse: compare the tools built with the
+# old and the new (alternated runs) before committing it.
 #
 # Usage: scripts/pgo.sh        about 15 s; no root, no network but lo
 #
