@@ -375,6 +375,7 @@ func TestAckRequestBeforeLocalOp(t *testing.T) {
 				r.qp.req.clean = cleanPath
 				r.qp.mu.Unlock()
 				wr := sends(1)(r)
+				wr.Flags &^= ib.SendSignaled // a signaled SEND asks anyway (ackWanted)
 				wr.Next = c.next(m)(r)
 				if _, err := r.qp.PostSend(wr); err != nil {
 					t.Fatal(err)
