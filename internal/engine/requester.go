@@ -335,10 +335,10 @@ func (qp *QP) noteRequest(w *sendWQE, psn wire.PSN, now instant) {
 // messages a second (12 and 13 of 16 pairs), with fewer system calls a
 // message on both sides (the responder's ACKs 0.029 → 0.020, the
 // requester's sendmmsg 0.030 → 0.022-0.026); 8 B and ib_send_bw within
-// the noise. A longer message already
-// asks every ackEvery packets, and asking at the end of each signaled one
-// doubled a 64 KiB stream's ACKs (perftest signals every message above 8
-// KiB) and cost it 8 % (4 of 12 pairs higher).
+// the noise. A longer message already asks every ackEvery packets, and
+// asking at the end of each signaled one doubled a 64 KiB stream's ACKs
+// (perftest signals every message above 8 KiB) and cost it 8 % (4 of 12
+// pairs higher).
 func (qp *QP) ackWanted(w *sendWQE, only bool) bool {
 	return qp.req.clean < cleanPath || qp.lastToSend() || only && w.signaled || qp.req.win.fills(qp.req.psn, qp.windowStart())
 }
