@@ -68,8 +68,9 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 // It reports whether it received.
 func (cq *CQ) progress(k uint32) bool {
 	got, yield := cq.dev.e.Progress()
-	if !got && (yield || k%yieldEvery == yieldEvery-1) {
-		if all := *registry.all.Load(); k%yieldEvery == yieldEvery-1 && len(all) > 1 {
+	turn := k%yieldEvery == yieldEvery-1
+	if !got && (yield || turn) {
+		if all := *registry.all.Load(); turn && len(all) > 1 {
 			i := int(k/yieldEvery) % len(all)
 			if all[i] == cq.dev {
 				i = (i + 1) % len(all)
