@@ -15,7 +15,7 @@ import "hash/crc32"
 func updateIEEE(crc uint32, b []byte) uint32 {
 	if foldOK && len(b) >= foldMin {
 		n := len(b) &^ (foldBlock - 1)
-		crc = ^foldRemainder(^crc, b[:n])
+		crc = ^fold4x512(^crc, b[:n])
 		b = b[n:]
 		if len(b) == 0 {
 			return crc
@@ -31,18 +31,6 @@ const (
 	foldBlock = 64
 	foldMin   = 512
 )
-
-// foldRemainder advances the register reg (no final XOR) over b, whose
-// length is a multiple of foldBlock and at least 4·foldBlock. The folding
-// leaves a 128-bit remainder with the same CRC as everything folded into
-// it, as a message of its own behind a zero register (IBA's CRC is
-// linear: folding multiplies by powers of x modulo the polynomial, which
-// keeps the residue); the table-driven loop reduces those 16 bytes.
-func foldRemainder(reg uint32, b []byte) uint32 {
-	var rem [16]byte
-	fold4x512(reg, b, &rem)
-	return slicing8(0, rem[:])
-}
 
 // Folding constants for the reflected IEEE polynomial, as the carry-less
 // multiplications want them: a 128-bit lane folded forward by d bits is
@@ -71,7 +59,7 @@ func reverse64(v uint64) (r uint64) {
 	return r
 }
 
-// foldConsts are the constants fold4x512 loads: per distance (2048 bits,
+// foldConsts are the constants fold4x512 folds with: per distance (2048 bits,
 // four lanes ahead; 512 bits, one block; 128 bits, one lane) the pair
 // (lo, hi) for each of the four lanes of a 512-bit register.
 var foldConsts = func() (c [3][8]uint64) {
@@ -82,3 +70,30 @@ var foldConsts = func() (c [3][8]uint64) {
 	}
 	return c
 }()
+
+// barrettConsts are the constants that reduce the folding's 128-bit
+// remainder to the 32-bit register (fold4x512's last steps, the reduction
+// of Intel's paper above), in the order fold4x512 loads them: foldK(64),
+// which folds 64 bits down to 32; the polynomial and the Barrett quotient
+// ⌊x⁶⁴/P⌋, each as 33 bits reflected; and a mask of the low 32 bits.
+var barrettConsts = [6]uint64{foldK(64), 0, reverse33(ieeePoly33), reverse33(barrettQuotient()), 0xffffffff, 0}
+
+// ieeePoly33 is the IEEE 802.3 polynomial with its x³² term.
+const ieeePoly33 = 1<<32 | 0x04C11DB7
+
+// barrettQuotient returns ⌊x⁶⁴/P⌋ for the IEEE polynomial P, a polynomial
+// of degree 32, by long division. Only the dividend's bits from x³² up
+// decide the quotient's bits, so the remainder is kept shifted down by 32.
+func barrettQuotient() (q uint64) {
+	r := uint64(1) << 32 // x⁶⁴
+	for bit := 32; bit >= 0; bit-- {
+		if r>>bit&1 != 0 {
+			q |= 1 << bit
+			r ^= ieeePoly33 >> (32 - bit)
+		}
+	}
+	return q
+}
+
+// reverse33 reverses the low 33 bits of v.
+func reverse33(v uint64) uint64 { return reverse64(v) >> 31 }

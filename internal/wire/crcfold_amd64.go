@@ -1,11 +1,15 @@
 package wire
 
-// fold4x512 folds b (a multiple of 64 bytes, at least 256) with the
-// register reg xored into its first four bytes down to a 128-bit
-// remainder in rem, four 512-bit chains at a time (crcfold_amd64.s).
+// fold4x512 advances the register reg (no final XOR) over b, a multiple
+// of 64 bytes and at least 256: it folds b, with reg xored into its first
+// four bytes, four 512-bit chains at a time down to a 128-bit remainder,
+// which has the same CRC as everything folded into it (IBA's CRC is
+// linear: folding multiplies by powers of x modulo the polynomial, which
+// keeps the residue), and reduces that to the register with carry-less
+// multiplications too (crcfold_amd64.s).
 //
 //go:noescape
-func fold4x512(reg uint32, b []byte, rem *[16]byte)
+func fold4x512(reg uint32, b []byte) uint32
 
 // cpuid and xgetbv0 read the processor's feature flags and the register
 // state the operating system saves.

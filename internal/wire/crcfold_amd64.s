@@ -1,23 +1,23 @@
 #include "textflag.h"
 
-// func fold4x512(reg uint32, b []byte, rem *[16]byte)
+// func fold4x512(reg uint32, b []byte) uint32
 //
 // Folds b, a multiple of 64 bytes and at least 256, with reg xored into
-// its first four bytes, into a 128-bit remainder (see foldRemainder in
-// crcfold.go). Four 512-bit accumulators each hold one 64-byte block of a
+// its first four bytes, into a 128-bit remainder, and reduces that to the
+// 32-bit register it returns (crcfold_amd64.go). Four 512-bit accumulators each hold one 64-byte block of a
 // 256-byte window; every step folds each 128-bit lane forward by 2048 bits
 // onto the lane 256 bytes on, so the four chains of carry-less
 // multiplications are independent. At the end the accumulators fold into
-// one (512 bits each), then its four lanes into one (128 bits each).
+// one (512 bits each), then its four lanes into one (128 bits each), and
+// that lane to 96 bits, then 64, then by Barrett reduction to 32.
 //
 // A lane A folded forward by d bits onto B becomes
 // B ⊕ A.lo·K.lo ⊕ A.hi·K.hi, with K from foldConsts: rows for d = 2048,
 // 512 and 128, each K repeated for the four lanes.
-TEXT ·fold4x512(SB), NOSPLIT, $0-40
+TEXT ·fold4x512(SB), NOSPLIT, $0-36
 	MOVL reg+0(FP), AX
 	MOVQ b_base+8(FP), SI
 	MOVQ b_len+16(FP), CX
-	MOVQ rem+32(FP), DI
 
 	VMOVDQU64 (SI), Z1
 	VMOVDQU64 64(SI), Z2
@@ -98,7 +98,32 @@ lanes:
 	VPCLMULQDQ    $0x11, X0, X7, X7
 	VPXOR         X5, X7, X7
 	VPXOR         X7, X8, X8
-	VMOVDQU       X8, (DI)
+
+	// X8 is the remainder R. Fold its low half onto its high half, by
+	// 64 bits (X0's high constant): T = R.lo·foldK(96) ⊕ R.hi, 96 bits.
+	VPCLMULQDQ $0x10, X0, X8, X1
+	VPSRLDQ    $8, X8, X2
+	VPXOR      X2, X1, X1
+
+	// Then T's low 32 bits onto the rest: U = T.lo32·foldK(64) ⊕ T>>32.
+	VMOVDQU    ·barrettConsts+0(SB), X0
+	VMOVDQU    ·barrettConsts+32(SB), X3 // the low 32 bits
+	VPAND      X3, X1, X2
+	VPSRLDQ    $4, X1, X1
+	VPCLMULQDQ $0x00, X0, X2, X2
+	VPXOR      X2, X1, X1
+
+	// Barrett: the quotient of U by P is ⌊U.lo32·μ⌋ (its low 32 bits,
+	// reflected), and U less that multiple of P has the register in its
+	// second 32 bits.
+	VMOVDQU    ·barrettConsts+16(SB), X0 // low: P, high: μ
+	VPAND      X3, X1, X2
+	VPCLMULQDQ $0x10, X0, X2, X2
+	VPAND      X3, X2, X2
+	VPCLMULQDQ $0x00, X0, X2, X2
+	VPXOR      X1, X2, X2
+	VPEXTRD    $1, X2, AX
+	MOVL       AX, ret+32(FP)
 	VZEROUPPER
 	RET
 

@@ -22,6 +22,16 @@ func TestFoldConstants(t *testing.T) {
 	}
 }
 
+// The reduction's constants are the published ones: Linux's PCLMULQDQ
+// CRC-32 reduces with x⁶⁴ mod P as 0x163cd6124, the polynomial as
+// 0x1db710641 and the Barrett quotient as 0x1f7011641.
+func TestBarrettConstants(t *testing.T) {
+	want := [6]uint64{0x163cd6124, 0, 0x1db710641, 0x1f7011641, 0xffffffff, 0}
+	if barrettConsts != want {
+		t.Errorf("constants %#x, want %#x", barrettConsts, want)
+	}
+}
+
 // updateIEEE agrees with hash/crc32 at every length around the folding's
 // boundaries, at every alignment of the input, from any starting CRC.
 func TestUpdateIEEE(t *testing.T) {
