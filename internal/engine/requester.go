@@ -355,15 +355,45 @@ const gatherMin = 512
 // pad and trailer) where the whole packet takes two.
 const sealWholeMax = 64
 
-// queuePayload seals p, whose headers are filled, for envelope e with the
-// n payload bytes of w from w.sent, and queues it to dst (a connected QP's
-// peer, a UD send's address handle): from the WQE's inline copy; from the
-// memory region itself, without a copy, when they lie in one SGE and are
-// at least gatherMin (doc/design.md §2, "Transmit"); otherwise copied out
-// of the SGEs. It reports false, queueing nothing, on a local protection
-// fault.
-func (qp *QP) queuePayload(w *sendWQE, p wire.Packet, e *wire.Envelope, dst *netip.AddrPort, n uint32) bool {
-	if n <= sealWholeMax {
+// gathers reports whether the n payload bytes of w from w.sent leave from
+// their memory region, without a copy (doc/design.md §2, "Transmit"): at
+// least gatherMin of them, not inline, within one SGE.
+func (w *sendWQE) gathers(n uint32) bool {
+	if n < gatherMin || w.flags&ib.SendInline != 0 {
+		return false
+	}
+	_, _, one := sgeAt(w.sge, w.sent, n)
+	return one
+}
+
+// startPayload starts the next packet of w, with n payload bytes: only its
+// head if they leave from their region (gather), else the whole packet.
+func (qp *QP) startPayload(w *sendWQE, f *wire.BTHFields, n uint32) (p wire.Packet, gather bool) {
+	if w.gathers(n) {
+		return qp.xmit.startHead(qp, f, int(n)), true
+	}
+	return qp.xmit.start(qp, f, int(n)), false
+}
+
+// queuePayload seals p, started by startPayload and its headers filled,
+// for envelope e with the n payload bytes of w from w.sent, and queues it
+// to dst (a connected QP's peer, a UD send's address handle): from the
+// memory region itself if they gather, from the WQE's inline copy, or
+// copied out of the SGEs. It reports false, queueing nothing, on a local
+// protection fault.
+func (qp *QP) queuePayload(w *sendWQE, p wire.Packet, gather bool, e *wire.Envelope, dst *netip.AddrPort, n uint32) bool {
+	switch {
+	case gather:
+		ref, f := qp.sgeSpan(w.sge, w.sent, n)
+		if f != mem.FaultNone {
+			return false
+		}
+		crc := p.StartICRCElided(e, int(n))
+		crc.Write(ref.Bytes())
+		p.SealICRCState(crc)
+		qp.xmit.queueGatheredTo(qp, p, ref, dst)
+		return true
+	case n <= sealWholeMax:
 		if w.flags&ib.SendInline != 0 {
 			copy(p.Payload(), w.inline[w.sent:w.sent+n])
 		} else if qp.gatherSGEs(w.sge, w.sent, p.Payload(), nil) != mem.FaultNone {
@@ -374,24 +404,10 @@ func (qp *QP) queuePayload(w *sendWQE, p wire.Packet, e *wire.Envelope, dst *net
 		return true
 	}
 	crc := p.StartICRC(e)
-	switch {
-	case w.flags&ib.SendInline != 0:
+	if w.flags&ib.SendInline != 0 {
 		crc.Copy(p.Payload(), w.inline[w.sent:w.sent+n])
-	case n >= gatherMin:
-		if ref, f, one := qp.sgeSpan(w.sge, w.sent, n); one {
-			if f != mem.FaultNone {
-				return false
-			}
-			crc.Write(ref.Bytes())
-			p.SealICRCState(crc)
-			qp.xmit.queueGatheredTo(qp, p, ref, dst)
-			return true
-		}
-		fallthrough
-	default:
-		if qp.gatherSGEs(w.sge, w.sent, p.Payload(), &crc) != mem.FaultNone {
-			return false
-		}
+	} else if qp.gatherSGEs(w.sge, w.sent, p.Payload(), &crc) != mem.FaultNone {
+		return false
 	}
 	p.SealICRCState(crc)
 	qp.xmit.queueSealedTo(qp, p, dst)
@@ -416,7 +432,7 @@ func (qp *QP) sendSegment(w *sendWQE, f *wire.BTHFields) bool {
 	f.Opcode = op
 	f.AckRequest = qp.kind.acked && (qp.req.noAck >= ackEvery || last && qp.ackWanted(w, pos == posOnly))
 	f.SolicitedEvent = last && w.flags&ib.SendSolicited != 0 && (w.isSend() || w.opcode == ib.WRRDMAWriteWithImm)
-	p := qp.xmit.start(qp, f, int(n))
+	p, gather := qp.startPayload(w, f, n)
 	if h := p.RETH(); h != nil {
 		h.Encode(&wire.RETHFields{VA: w.remoteAddr, RKey: uint32(w.rkey), DMALength: w.length})
 	}
@@ -426,7 +442,7 @@ func (qp *QP) sendSegment(w *sendWQE, f *wire.BTHFields) bool {
 	if h := p.IETH(); h != nil {
 		h.SetRKey(w.imm)
 	}
-	if !qp.queuePayload(w, p, &qp.env, qp.peer.Load(), n) {
+	if !qp.queuePayload(w, p, gather, &qp.env, qp.peer.Load(), n) {
 		qp.xmit.abort()
 		w.state, w.status = wqeFailed, compErrors[compLocalProt].status
 		return false

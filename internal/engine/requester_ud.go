@@ -41,7 +41,7 @@ func (qp *QP) sendDatagram(w *sendWQE) {
 	if w.opcode == ib.WRSendWithImm {
 		f.Opcode = wire.UDSendOnlyWithImmediate
 	}
-	p := qp.xmit.start(qp, &f, int(w.length))
+	p, gather := qp.startPayload(w, &f, w.length)
 	qkey := w.qkey
 	if qkey&privilegedQKey != 0 {
 		qkey = qp.attr.QKey
@@ -50,7 +50,7 @@ func (qp *QP) sendDatagram(w *sendWQE) {
 	if h := p.ImmDt(); h != nil {
 		h.SetImm(w.imm)
 	}
-	if !qp.queuePayload(w, p, &w.ah.env, &w.ah.dest, w.length) {
+	if !qp.queuePayload(w, p, gather, &w.ah.env, &w.ah.dest, w.length) {
 		qp.xmit.abort()
 		w.state, w.status = wqeFailed, compErrors[compLocalProt].status
 		return

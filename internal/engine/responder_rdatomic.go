@@ -172,11 +172,19 @@ func (qp *QP) streamRead(now instant, budget int) int {
 		pace.begin(now, r.psn)
 		pos, size := r.next(qp.mtu)
 		f := qp.bth(readResponseOpcodes[pos], r.psn)
-		p := qp.xmit.start(qp, &f, int(size))
+		// A payload of gatherMin or more is sent from the region, as the
+		// requester sends one: the batch lays out only the packet's head.
+		gather, elided := size >= gatherMin, 0
+		var p wire.Packet
+		if gather {
+			p, elided = qp.xmit.startHead(qp, &f, int(size)), int(size)
+		} else {
+			p = qp.xmit.start(qp, &f, int(size))
+		}
 		if h := p.AETH(); h != nil {
 			h.Encode(&wire.AETHFields{Syndrome: wire.ACKSyndrome(wire.CreditsUnlimited), MSN: r.msn})
 		}
-		crc := p.StartICRC(&qp.env)
+		crc := p.StartICRCElided(&qp.env, elided)
 		var ref mem.Ref
 		if size > 0 {
 			var o respOutcome
@@ -190,8 +198,7 @@ func (qp *QP) streamRead(now instant, budget int) int {
 				return n
 			}
 		}
-		if size >= gatherMin {
-			// Sent from the region, as the requester sends a payload.
+		if gather {
 			crc.Write(ref.Bytes())
 			p.SealICRCState(crc)
 			qp.xmit.queueGathered(qp, p, ref)
@@ -201,7 +208,7 @@ func (qp *QP) streamRead(now instant, budget int) int {
 			p.SealICRCState(crc)
 			qp.xmit.queueSealed(qp, p)
 		}
-		pace.spend(len(p))
+		pace.spend(len(p) + elided)
 		qp.resp.res[r.res].sentIn, qp.resp.res[r.res].sent = sent.epoch, true
 		qp.countResponse(r.psn)
 		r.off += size

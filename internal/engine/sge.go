@@ -23,24 +23,25 @@ func (qp *QP) gatherSGEs(sges []SGE, off uint32, p []byte, crc *wire.ICRCState) 
 	return qp.moveSGEs(sges, off, p, false, crc)
 }
 
-// sgeSpan acquires the region under bytes [off, off+n) of an SGE list for
-// reading, when they lie within one SGE: ok reports that they do, and then
-// ref (or the fault) is the access; a span across SGEs is left to
-// gatherSGEs. The caller releases ref.
-func (qp *QP) sgeSpan(sges []SGE, off, n uint32) (ref mem.Ref, f mem.Fault, ok bool) {
+// sgeAt returns the SGE under bytes [off, off+n) of an SGE list and the
+// offset into it, when they lie within one SGE.
+func sgeAt(sges []SGE, off, n uint32) (*SGE, uint32, bool) {
 	for i := range sges {
 		s := &sges[i]
 		if off >= s.Length {
 			off -= s.Length
 			continue
 		}
-		if n > s.Length-off {
-			return mem.Ref{}, mem.FaultNone, false
-		}
-		ref, f = qp.dev.mrs.Acquire(mem.Key(s.LKey), qp.pd, s.Addr+uint64(off), uint64(n), 0)
-		return ref, f, true
+		return s, off, n <= s.Length-off
 	}
-	return mem.Ref{}, mem.FaultNone, false
+	return nil, 0, false
+}
+
+// sgeSpan acquires the region under bytes [off, off+n) of an SGE list for
+// reading, which lie within one SGE (sgeAt). The caller releases ref.
+func (qp *QP) sgeSpan(sges []SGE, off, n uint32) (ref mem.Ref, f mem.Fault) {
+	s, off, _ := sgeAt(sges, off, n)
+	return qp.dev.mrs.Acquire(mem.Key(s.LKey), qp.pd, s.Addr+uint64(off), uint64(n), 0)
 }
 
 func (qp *QP) moveSGEs(sges []SGE, off uint32, p []byte, write bool, crc *wire.ICRCState) mem.Fault {

@@ -19,14 +19,15 @@ import (
 // packets of one QP mostly have one size (MTU-sized middles, or equal
 // small messages), so they form long runs.
 //
-// A packet whose payload lies in a memory region may leave from there: its
-// buffer holds the headers and the trailer, the message gathers the
-// region's bytes between them (conn.Message.Body), and the batch holds the
-// region until the link has sent it, so a deregistration waits for it.
+// A packet whose payload lies in a memory region may leave from there: the
+// slab holds its head, the headers and the trailer (wire.NewPacketHead),
+// the message gathers the region's bytes between them (conn.Message.Body),
+// and the batch holds the region until the link has sent it, so a
+// deregistration waits for it.
 type xmitBatch struct {
 	msgs   []conn.Message
 	bufs   []*pktBuf
-	pkts   []wire.Packet // pkts[i]: packet i laid out in bufs[i] (its payload maybe only in msgs[i].Body)
+	pkts   []wire.Packet // pkts[i]: packet i laid out in bufs[i] or the slab, or its head if its payload is msgs[i].Body
 	refs   []mem.Ref     // refs[i]: the region msgs[i].Body lies in, if any
 	sealed []uint16      // sealed[i]: the IPv4 ID packet i's ICRC is for
 	n      int
@@ -108,6 +109,29 @@ func (qp *QP) bth(op wire.Opcode, psn wire.PSN) wire.BTHFields {
 // the batch is full. The caller fills headers and payload, then calls
 // queue.
 func (x *xmitBatch) start(qp *QP, f *wire.BTHFields, payloadLen int) wire.Packet {
+	p, err := wire.NewPacket(x.room(qp, wire.PacketLen(f.Opcode, payloadLen)), 0, f, payloadLen)
+	if err != nil {
+		// Opcodes and lengths come from the engine's own tables and the
+		// path MTU; a failure here is a bug, not bad input.
+		panic("engine: building " + f.Opcode.String() + ": " + err.Error())
+	}
+	return p
+}
+
+// startHead is start for a packet whose payload the link is to gather from
+// a memory region (queueGathered): it lays out only the packet's head, its
+// headers, pad and trailer (wire.NewPacketHead), which the slab holds.
+func (x *xmitBatch) startHead(qp *QP, f *wire.BTHFields, payloadLen int) wire.Packet {
+	p, err := wire.NewPacketHead(x.room(qp, wire.HeadLen(f.Opcode, payloadLen)), f, payloadLen)
+	if err != nil {
+		panic("engine: building " + f.Opcode.String() + ": " + err.Error())
+	}
+	return p
+}
+
+// room returns n bytes for the batch's next packet, flushing first if the
+// batch is full: in the slab if they fit, else a buffer of the pool.
+func (x *xmitBatch) room(qp *QP, n int) []byte {
 	if x.n == len(x.msgs) {
 		if x.n < x.max {
 			x.resize(min(2*x.n, x.max))
@@ -115,29 +139,21 @@ func (x *xmitBatch) start(qp *QP, f *wire.BTHFields, payloadLen int) wire.Packet
 			x.flush(qp)
 		}
 	}
-	var buf []byte
-	if n := wire.PacketLen(f.Opcode, payloadLen); n <= slabPkt && x.slabUsed+n <= len(x.slab) {
+	if n <= slabPkt && x.slabUsed+n <= len(x.slab) {
 		// It fits unless aborted packets used up room (abort).
-		buf = x.slab[x.slabUsed : x.slabUsed+n]
+		buf := x.slab[x.slabUsed : x.slabUsed+n]
 		x.slabUsed += n
 		x.bufs[x.n] = nil
+		return buf
+	}
+	var b *pktBuf
+	if k := len(x.spare); k > 0 {
+		b, x.spare = x.spare[k-1], x.spare[:k-1]
 	} else {
-		var b *pktBuf
-		if k := len(x.spare); k > 0 {
-			b, x.spare = x.spare[k-1], x.spare[:k-1]
-		} else {
-			b = getBuf()
-		}
-		x.bufs[x.n] = b
-		buf = b.b[:]
+		b = getBuf()
 	}
-	p, err := wire.NewPacket(buf, 0, f, payloadLen)
-	if err != nil {
-		// Opcodes and lengths come from the engine's own tables and the
-		// path MTU; a failure here is a bug, not bad input.
-		panic("engine: building " + f.Opcode.String() + ": " + err.Error())
-	}
-	return p
+	x.bufs[x.n] = b
+	return b.b[:]
 }
 
 // queue seals p and adds it to the batch.
@@ -159,17 +175,17 @@ func (x *xmitBatch) queueSealedTo(qp *QP, p wire.Packet, dst *netip.AddrPort) {
 	x.add(qp, p)
 }
 
-// queueGathered adds p, sealed by the caller, whose payload the link is to
-// send from the region ref holds instead of from p: the batch keeps the
-// access until the packet is sent.
+// queueGathered adds p, the head of a packet sealed by the caller
+// (startHead), whose payload the link is to send from the region ref
+// holds: the batch keeps the access until the packet is sent.
 func (x *xmitBatch) queueGathered(qp *QP, p wire.Packet, ref mem.Ref) {
 	x.queueGatheredTo(qp, p, ref, qp.peer.Load())
 }
 
 // queueGatheredTo is queueGathered to dst.
 func (x *xmitBatch) queueGatheredTo(qp *QP, p wire.Packet, ref mem.Ref, dst *netip.AddrPort) {
-	h, body := p.Info().HeaderLen, ref.Bytes()
-	x.msgs[x.n] = conn.Message{Buf: p[:h], Body: body, Tail: p[h+len(body):], Addr: *dst, Flow: qp.flowTo(dst)}
+	h := p.Info().HeaderLen
+	x.msgs[x.n] = conn.Message{Buf: p[:h], Body: ref.Bytes(), Tail: p[h:], Addr: *dst, Flow: qp.flowTo(dst)}
 	x.refs[x.n] = ref
 	x.add(qp, p)
 }
@@ -185,13 +201,15 @@ func (qp *QP) flowTo(dst *netip.AddrPort) int {
 }
 
 // add enters p, sealed for the QP's envelope's IPv4 ID — 0, as every
-// envelope an engine seals for, a UD send's too — in the batch.
+// envelope an engine seals for, a UD send's too — in the batch, whose
+// message for it is filled.
 func (x *xmitBatch) add(qp *QP, p wire.Packet) {
+	size := x.msgs[x.n].Size()
 	x.pkts[x.n] = p
-	x.bytes += int64(len(p))
+	x.bytes += int64(size)
 	x.sealed[x.n] = qp.env.IPID
 	x.n++
-	x.extendRun(len(p), qp.dev.runLimit)
+	x.extendRun(size, qp.dev.runLimit)
 }
 
 // extendRun notes a packet of size bytes added at the end of the batch.
@@ -286,7 +304,7 @@ func (x *xmitBatch) plan(pl conn.IPIDPlanner, from int) {
 	pl.PlanIPIDs(x.msgs[from:x.n])
 	for i := from; i < x.n; i++ {
 		if id := x.msgs[i].IPID; id != x.sealed[i] {
-			x.pkts[i].ResealIPID(x.sealed[i], id)
+			x.pkts[i].ResealIPIDElided(x.sealed[i], id, len(x.msgs[i].Body))
 			x.sealed[i] = id
 		}
 	}

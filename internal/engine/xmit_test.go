@@ -175,6 +175,7 @@ type gathered struct {
 	p        wire.Packet
 	fromMR   bool // Body lies in the region
 	bodySize int
+	headOnly bool // Tail follows Buf in memory: the batch held only the packet's head
 }
 
 func (b *gatherBind) Send(msgs []conn.Message) (int, error) {
@@ -183,16 +184,18 @@ func (b *gatherBind) Send(msgs []conn.Message) (int, error) {
 		m := &msgs[i]
 		off := mem.AddrOf(m.Body) - mem.AddrOf(b.region) // wraps, out of range, below the region
 		in := len(m.Body) > 0 && off < uint64(len(b.region)) && &m.Body[0] == &b.region[off]
-		b.sent = append(b.sent, gathered{m.AppendDatagram(nil), in, len(m.Body)})
+		head := len(m.Tail) > 0 && cap(m.Buf) > len(m.Buf) && &m.Buf[:len(m.Buf)+1][len(m.Buf)] == &m.Tail[0]
+		b.sent = append(b.sent, gathered{m.AppendDatagram(nil), in, len(m.Body), head})
 	}
 	b.mu.Unlock()
 	return b.Bind.Send(msgs)
 }
 
 // A payload of gatherMin bytes or more that lies in one SGE leaves from
-// the memory region itself, not a copy; a shorter one, or one across two
-// SGEs, is copied into the packet. Either way the packet on the wire holds
-// the region's bytes and an ICRC that checks.
+// the memory region itself, not a copy, and the batch holds only the
+// packet's head; a shorter one, or one across two SGEs, is copied into the
+// packet. Either way the packet on the wire holds the region's bytes and
+// an ICRC that checks.
 func TestGatheredPayloadLeavesFromRegion(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var gb *gatherBind
@@ -258,5 +261,8 @@ func checkGathered(t *testing.T, name string, g gathered, want []byte, fromMR bo
 	if g.fromMR != fromMR || !bytes.Equal(g.p.Payload(), want) || g.p.CheckICRC(env) != nil {
 		t.Errorf("%s: payload from the region %v (%d bytes in Body), bytes right %v, ICRC %v; want from the region %v",
 			name, g.fromMR, g.bodySize, bytes.Equal(g.p.Payload(), want), g.p.CheckICRC(env), fromMR)
+	}
+	if fromMR && !g.headOnly {
+		t.Errorf("%s: the trailer does not follow the headers in memory: the batch laid out room for the payload", name)
 	}
 }

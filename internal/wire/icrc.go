@@ -111,8 +111,13 @@ func (s *ICRCState) Sum() uint32 { return s.crc }
 // before. The caller then writes exactly the payload, len(p.Payload())
 // bytes, and seals with [Packet.SealICRCState], which adds the pad. p must
 // hold at least a BTH and a trailer (as [NewPacket] builds).
-func (p Packet) StartICRC(e *Envelope) ICRCState {
-	s := startICRC(e, e.IPID, p[:BTHSize], len(p)-ICRCSize)
+func (p Packet) StartICRC(e *Envelope) ICRCState { return p.StartICRCElided(e, 0) }
+
+// StartICRCElided is StartICRC for the head of a packet (NewPacketHead)
+// whose elided payload bytes are not in p: the caller writes them, from
+// where they lie, before sealing. With elided 0, p is a whole packet.
+func (p Packet) StartICRCElided(e *Envelope, elided int) ICRCState {
+	s := startICRC(e, e.IPID, p[:BTHSize], len(p)-ICRCSize+elided)
 	s.Write(p[BTHSize:p.Info().HeaderLen])
 	return s
 }

@@ -52,11 +52,15 @@ func (s *ipidSolver) delta(id uint16) uint32 {
 // Identification to, without reading the packet again. It is the sender's
 // half of UDP segmentation offload; p must be at least a BTH and trailer
 // long and carried over IPv4 (IPv6 has no Identification in the ICRC).
-func (p Packet) ResealIPID(from, to uint16) {
+func (p Packet) ResealIPID(from, to uint16) { p.ResealIPIDElided(from, to, 0) }
+
+// ResealIPIDElided is ResealIPID for the head of a packet (NewPacketHead)
+// whose elided payload bytes are not in p.
+func (p Packet) ResealIPIDElided(from, to uint16, elided int) {
 	if from == to || len(p) < BTHSize+ICRCSize {
 		return
 	}
-	s := solverForLen(len(p) - ICRCSize)
+	s := solverForLen(len(p) - ICRCSize + elided)
 	t := p[len(p)-ICRCSize:]
 	d := s.delta(to)
 	if from != 0 { // a sender seals for ID 0 (L(0) = 0)
