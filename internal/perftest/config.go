@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 
 	"github.com/goverbs/goverbs/internal/oob"
 	"github.com/goverbs/goverbs/internal/toolflag"
@@ -123,34 +122,53 @@ func ParseArgs(prog string, args []string, stderr io.Writer) (Config, error) {
 	}
 
 	connType := "RC"
+	// Options of perftest's other tests are taken (check refuses them as
+	// perftest does) but listed only where they do something, as
+	// perftest's usage lists them.
+	only := func(applies bool, o toolflag.Option) toolflag.Option {
+		if !applies {
+			return toolflag.Hide(o)
+		}
+		return o
+	}
+	bw, readLike := !t.Lat, t.Verb.readLike()
 	fs := toolflag.New(prog, stderr, []toolflag.Option{
 		toolflag.Opt("p", "port", "port", "listen on/connect to TCP port <port> (default 18515)", &c.Port),
 		toolflag.Opt("d", "ib-dev", "dev", "name of the goverbs device (default goverbs0)", &c.IBDev),
 		toolflag.Opt("i", "ib-port", "port", "port of the device (only 1)", &c.IBPort),
 		toolflag.Opt("s", "size", "size", "message size, K or M suffix allowed (default "+strconv.Itoa(c.Size)+")", sizeValue{&c.Size}),
 		toolflag.Opt("a", "all", "", "run sizes from 2 to 2^23", &c.All),
-		toolflag.Opt("b", "bidirectional", "", "measure bidirectional bandwidth (BW tests; default unidirectional)", &c.Duplex),
+		only(bw, toolflag.Opt("b", "bidirectional", "", "measure bidirectional bandwidth (BW tests; default unidirectional)", &c.Duplex)),
 		toolflag.Opt("n", "iters", "iters", "number of exchanges, at least 5 (default "+strconv.Itoa(c.Iters)+")", &c.Iters),
 		toolflag.Opt("D", "duration", "seconds", "run for <seconds> instead of a number of iterations", &c.Duration),
 		toolflag.Opt("f", "margin", "seconds", "seconds not measured at each end of a --duration run (default duration/4)", &c.Margin),
 		toolflag.Opt("t", "tx-depth", "dep", "size of the send queue (default "+strconv.Itoa(c.TxDepth)+")", &c.TxDepth),
-		toolflag.Opt("r", "rx-depth", "dep", "receives posted (SEND tests; default "+strconv.Itoa(c.RxDepth)+")", &c.RxDepth),
+		only(t.Verb == Send, toolflag.Opt("r", "rx-depth", "dep", "receives posted (SEND tests; default "+strconv.Itoa(c.RxDepth)+")", &c.RxDepth)),
 		toolflag.Opt("m", "mtu", "mtu", "path MTU: 256, 512, 1024, 2048 or 4096 (default the port's active MTU)", &c.MTU),
 		toolflag.Opt("x", "gid-index", "index", "local GID index (goverbs devices have one GID, index 0)", &c.GIDIdx),
-		toolflag.Opt("Q", "cq-mod", "num", "request a completion every <num> sends (default 100)", &c.CQMod),
-		toolflag.Opt("o", "outs", "num", "READs/atomics in flight (READ/atomic tests; default the device maximum)", &c.OutReads),
-		toolflag.Opt("I", "inline_size", "size", "send messages up to <size> bytes inline (default 0)", &c.Inline),
+		only(bw, toolflag.Opt("Q", "cq-mod", "num", "request a completion every <num> sends (default 100)", &c.CQMod)),
+		only(readLike, toolflag.Opt("o", "outs", "num", "READs/atomics in flight (READ/atomic tests; default the device maximum)", &c.OutReads)),
+		only(!readLike, toolflag.Opt("I", "inline_size", "size", "send messages up to <size> bytes inline (default 0)", &c.Inline)),
 		toolflag.Opt("u", "qp-timeout", "timeout", "local ACK timeout exponent (default 14)", &c.Timeout),
 		toolflag.Opt("S", "sl", "sl", "service level (default 0)", &c.SL),
-		toolflag.Opt("A", "atomic_type", "type", "CMP_AND_SWAP or FETCH_AND_ADD (atomic tests; default FETCH_AND_ADD)", atomicValue{&c.Atomic}),
-		toolflag.Opt("N", "noPeak", "", "do not compute the peak bandwidth", &c.NoPeak),
-		toolflag.Opt("e", "events", "", "sleep on CQ events (default poll)", &c.Events),
+		only(t.Verb == Atomic, toolflag.Opt("A", "atomic_type", "type", "CMP_AND_SWAP or FETCH_AND_ADD (atomic tests; default FETCH_AND_ADD)", atomicValue{&c.Atomic})),
+		only(bw, toolflag.Opt("N", "noPeak", "", "do not compute the peak bandwidth", &c.NoPeak)),
+		only(t.Verb != Write, toolflag.Opt("e", "events", "", "sleep on CQ events (default poll)", &c.Events)),
 		toolflag.Opt("F", "CPU-freq", "", "accepted for compatibility: goverbs measures time, not CPU cycles", &c.CPUFreq),
-		toolflag.Opt("", "report_gbits", "", "report bandwidth in Gb/s instead of MB/s", &c.Gbits),
+		only(bw, toolflag.Opt("", "report_gbits", "", "report bandwidth in Gb/s instead of MB/s", &c.Gbits)),
 		toolflag.Opt("", "stats", "", "goverbs: print the device's counters to stderr at exit, as `rdma statistic` does", &c.Counters),
 		toolflag.Opt("c", "connection", "type", "connection type: RC, UC (SEND and WRITE tests) or UD (SEND tests) (default RC)", &connType),
-		toolflag.Opt("q", "qp", "num", "number of QPs, each running the iterations (BW tests; default 1)", &c.QPs),
+		only(bw, toolflag.Opt("q", "qp", "num", "number of QPs, each running the iterations (BW tests; default 1)", &c.QPs)),
 		toolflag.Opt("", "addr", "ip[:port]", "goverbs: RoCE address of this device (default: the TCP connection's local address, port 4791)", &c.Addr),
+		toolflag.Refuse("R", "rdma_cm", "", "(connecting through RDMA-CM) is not supported by goverbs: leave it out, the tools connect through perftest's TCP exchange"),
+		toolflag.Refuse("z", "com_rdma_cm", "", "(exchanging through RDMA-CM) is not supported by goverbs: leave it out, the tools exchange over TCP"),
+		toolflag.Refuse("", "report-both", "", "is not supported by goverbs: a bidirectional run (-b) reports the sum"),
+		toolflag.Refuse("l", "post_list", "list", "(posting lists of WQEs) is not supported by goverbs"),
+		toolflag.Refuse("C", "report-cycles", "", "is not supported by goverbs, which reports times, not CPU cycles"),
+		toolflag.Refuse("H", "report-histogram", "", "is not supported by goverbs"),
+		toolflag.Refuse("U", "report-unsorted", "", "is not supported by goverbs"),
+		toolflag.Refuse("T", "tos", "tos", "(the IP type of service) is not supported by goverbs"),
+		toolflag.Refuse("V", "version", "", "is not supported by goverbs: the goverbs command's version is its module's (go version -m)"),
 	})
 	hosts, set, err := fs.Parse(args)
 	if err != nil {
@@ -286,8 +304,8 @@ func (c *Config) check(set map[string]bool) error {
 	return nil
 }
 
-// sizeValue parses -s: a number (decimal, 0x hex or 0 octal, as strtol)
-// with an optional K or M suffix.
+// sizeValue parses -s (toolflag.ParseSize) in perftest's range, with its
+// messages.
 type sizeValue struct{ p *int }
 
 func (v sizeValue) String() string {
@@ -298,21 +316,14 @@ func (v sizeValue) String() string {
 }
 
 func (v sizeValue) Set(s string) error {
-	factor := 1
-	switch {
-	case strings.HasSuffix(s, "K"):
-		s, factor = s[:len(s)-1], 1<<10
-	case strings.HasSuffix(s, "M"):
-		s, factor = s[:len(s)-1], 1<<20
-	}
-	n, err := strconv.ParseInt(s, 0, 64)
+	n, err := toolflag.ParseSize(s)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		return fmt.Errorf("Message Size should be a number, with K or M after it for KiB or MiB")
 	}
-	if err != nil || n < 1 || n*int64(factor) > maxSize {
+	if err != nil || n < 1 || n > maxSize {
 		return fmt.Errorf("Message Size should be between 1 and %d", maxSize)
 	}
-	*v.p = int(n) * factor
+	*v.p = int(n)
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // Option is one command-line option.
@@ -16,12 +17,46 @@ type Option struct {
 	Short, Long string // either may be empty
 	Arg         string // the argument's name in the usage; empty for a switch
 	Usage       string
-	P           any // *int, *bool, *string or flag.Value
+	P           any // *int, *bool, *string or flag.Value; nil for a refused option
+	// Refused, if set, is why the tool does not take the option, which
+	// the C tool has: giving it fails with this reason, and the usage
+	// lists it apart (Refuse).
+	Refused string
+	// Hidden options are taken but not listed: options of the C tool's
+	// other tests that do nothing in this one (Hide).
+	Hidden bool
 }
 
 // Opt returns an Option; tables of options read best one call a line.
 func Opt(short, long, arg, usage string, p any) Option {
 	return Option{Short: short, Long: long, Arg: arg, Usage: usage, P: p}
+}
+
+// Refuse returns an option of the C tool that the tool refuses, for
+// reason (a switch if arg is empty).
+func Refuse(short, long, arg, reason string) Option {
+	return Option{Short: short, Long: long, Arg: arg, Refused: reason}
+}
+
+// Hide returns o, taken but left out of the usage.
+func Hide(o Option) Option {
+	o.Hidden = true
+	return o
+}
+
+// refused is the flag.Value of a refused option: setting it records the
+// reason for Parse to report.
+type refused struct {
+	s      *Set
+	o      *Option
+	isBool bool
+}
+
+func (r refused) String() string   { return "" }
+func (r refused) IsBoolFlag() bool { return r.isBool }
+func (r refused) Set(string) error {
+	r.s.refusal = r.o
+	return errors.New(r.o.Refused)
 }
 
 // Set is a tool's options.
@@ -34,17 +69,25 @@ type Set struct {
 	stderr io.Writer
 	opts   []Option
 	fs     *flag.FlagSet
+	// refusal is the refused option a Parse met.
+	refusal *Option
 }
 
 // New returns the options of prog; errors and usage go to stderr.
 func New(prog string, stderr io.Writer, opts []Option) *Set {
 	s := &Set{prog: prog, stderr: stderr, opts: opts, fs: flag.NewFlagSet(prog, flag.ContinueOnError),
-		Header: fmt.Sprintf("Usage:\n  %s            start a server and wait for connection\n  %s <host>     connect to server at <host>\n", prog, prog)}
-	s.fs.SetOutput(stderr)
-	s.fs.Usage = s.Usage
-	for _, o := range opts {
+		Header: fmt.Sprintf("Usage:\n  %s            start a server and wait for connection\n  %s <host>     connect to server at <host>\n"+
+			"  (both on one host: connect to 127.0.0.2, as each side needs a RoCE address of its own)\n", prog, prog)}
+	// Parse reports errors itself, in one line, and the usage only for -h.
+	s.fs.SetOutput(io.Discard)
+	s.fs.Usage = func() {}
+	for i, o := range opts {
 		for _, name := range []string{o.Short, o.Long} {
 			if name == "" {
+				continue
+			}
+			if o.Refused != "" {
+				s.fs.Var(refused{s, &s.opts[i], o.Arg == ""}, name, o.Refused)
 				continue
 			}
 			switch p := o.P.(type) {
@@ -65,10 +108,21 @@ func New(prog string, stderr io.Writer, opts []Option) *Set {
 }
 
 // Parse parses args and returns the operands, which may come before,
-// between or after the options, and the names of the options given.
+// between or after the options, and the names of the options given. With
+// -h it prints the usage and returns flag.ErrHelp; on a bad option it
+// prints one line saying what is wrong, and how to see the options, and
+// returns the error marked as shown.
 func (s *Set) Parse(args []string) (operands []string, given map[string]bool, err error) {
 	for {
 		if err := s.fs.Parse(args); err != nil {
+			switch {
+			case errors.Is(err, flag.ErrHelp):
+				s.Usage()
+			case s.refusal != nil:
+				fmt.Fprintf(s.stderr, "%s: %s %s\n", s.prog, names(s.refusal), s.refusal.Refused)
+			default:
+				fmt.Fprintf(s.stderr, "%s: %v (%s -h lists the options)\n", s.prog, err, s.prog)
+			}
 			return nil, nil, Shown(err)
 		}
 		if s.fs.NArg() == 0 {
@@ -83,24 +137,50 @@ func (s *Set) Parse(args []string) (operands []string, given map[string]bool, er
 }
 
 // Usage prints the tools' usage: how to start a server or a client, then
-// one line per option.
+// one line per option, and the refused ones.
 func (s *Set) Usage() {
 	fmt.Fprintf(s.stderr, "%s\nOptions:\n", s.Header)
+	var refused []string
 	for _, o := range s.opts {
-		var names string
 		switch {
-		case o.Short == "":
-			names = "      --" + o.Long
-		case o.Long == "":
-			names = "  -" + o.Short
-		default:
-			names = "  -" + o.Short + ", --" + o.Long
+		case o.Refused != "":
+			refused = append(refused, names(&o))
+		case !o.Hidden:
+			fmt.Fprintf(s.stderr, "%-32s %s\n", "  "+usageNames(&o), o.Usage)
 		}
-		if o.Arg != "" {
-			names += "=<" + o.Arg + ">"
-		}
-		fmt.Fprintf(s.stderr, "%-32s %s\n", names, o.Usage)
 	}
+	if len(refused) > 0 {
+		fmt.Fprintf(s.stderr, "\nNot supported by goverbs: %s\n", strings.Join(refused, ", "))
+	}
+}
+
+// usageNames is how the usage lists o: "-x, --long=<arg>", aligned on
+// the long names.
+func usageNames(o *Option) string {
+	var n string
+	switch {
+	case o.Short == "":
+		n = "    --" + o.Long
+	case o.Long == "":
+		n = "-" + o.Short
+	default:
+		n = "-" + o.Short + ", --" + o.Long
+	}
+	if o.Arg != "" {
+		n += "=<" + o.Arg + ">"
+	}
+	return n
+}
+
+// names is o's names as an error or a list gives them: "-x/--long".
+func names(o *Option) string {
+	switch {
+	case o.Short == "":
+		return "--" + o.Long
+	case o.Long == "":
+		return "-" + o.Short
+	}
+	return "-" + o.Short + "/--" + o.Long
 }
 
 // ShownError is a parse error that the flag package has printed already,
