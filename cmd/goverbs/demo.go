@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/goverbs/goverbs/internal/devinfo"
+	"github.com/goverbs/goverbs/internal/toolflag"
 	"github.com/goverbs/goverbs/verbs"
 )
 
@@ -18,20 +19,31 @@ type demoConfig struct {
 	iters   int       // messages per operation
 	depth   int       // work requests kept outstanding
 	capture io.Writer // pcap of the first device's packets, or nil
+	stats   bool      // print the devices' counters at the end
 }
 
 func demoCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("demo", stderr)
 	cfg := defaultDemo
-	fs.IntVar(&cfg.size, "s", cfg.size, "message `size` in bytes")
+	fs.Var(toolflag.Size{P: &cfg.size}, "s", "message `size` in bytes, K or M suffix allowed")
 	fs.IntVar(&cfg.iters, "n", cfg.iters, "`iterations` per operation")
 	pcap := fs.String("pcap", "", "write the first device's packets to `FILE` (pcap, for Wireshark)")
+	fs.BoolVar(&cfg.stats, "stats", false, "print both devices' counters at the end, as 'rdma statistic' does")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: goverbs demo [-s SIZE] [-n ITERS] [-pcap FILE] [-stats]\n"+
+			"  run SEND, RDMA WRITE (with and without immediate), RDMA READ and both atomics\n"+
+			"  between two devices on loopback UDP, verify the data and report the speed")
+		fs.PrintDefaults()
+	}
 	if err := parse(fs, args); err != nil {
 		return ignoreHelp(err)
 	}
-	if cfg.size < 8 || cfg.size > maxDemoSize || cfg.iters < 1 {
-		return fmt.Errorf("%w: -s must be 8 to %d and -n at least 1 (each device holds %d messages of -s bytes)",
-			errUsage, maxDemoSize, cfg.depth)
+	switch {
+	case cfg.size < 8 || cfg.size > maxDemoSize:
+		return fmt.Errorf("%w: -s %d: the message size must be 8 to %d bytes (each device holds %d messages of -s bytes)",
+			errUsage, cfg.size, maxDemoSize, cfg.depth)
+	case cfg.iters < 1:
+		return fmt.Errorf("%w: -n %d: the iterations must be at least 1", errUsage, cfg.iters)
 	}
 	if *pcap != "" {
 		f, err := os.Create(*pcap)
@@ -170,18 +182,19 @@ func demo(w io.Writer, cfg demoConfig) error {
 		fmt.Fprintf(w, "  %-9s %-16v GID %-18v QPN 0x%06x\n", e.dev.Name(), e.dev.Addr(), gid, uint32(e.qp.QPN()))
 	}
 	fmt.Fprintf(w, "  RC, path MTU %v, %d work requests in flight\n\n", port.ActiveMTU, cfg.depth)
-	fmt.Fprintf(w, "  %-22s %9s %7s %10s %11s  %s\n", "operation", "bytes", "iters", "time", "bandwidth", "data")
+	fmt.Fprintf(w, "  %-22s %9s %7s %10s %10s %12s  %s\n", "operation", "bytes", "iters", "time", "per op", "rate", "data")
 
 	for _, op := range []struct {
-		name string
-		run  func(a, b *endpoint, cfg demoConfig) (int, error)
+		name   string
+		run    func(a, b *endpoint, cfg demoConfig) (int, error)
+		atomic bool
 	}{
-		{"SEND", runSend},
-		{"RDMA_WRITE", runWrite(false)},
-		{"RDMA_WRITE_WITH_IMM", runWrite(true)},
-		{"RDMA_READ", runRead},
-		{"ATOMIC_FETCH_AND_ADD", runFetchAdd},
-		{"ATOMIC_CMP_AND_SWP", runCmpSwap},
+		{"SEND", runSend, false},
+		{"RDMA_WRITE", runWrite(false), false},
+		{"RDMA_WRITE_WITH_IMM", runWrite(true), false},
+		{"RDMA_READ", runRead, false},
+		{"ATOMIC_FETCH_AND_ADD", runFetchAdd, true},
+		{"ATOMIC_CMP_AND_SWP", runCmpSwap, true},
 	} {
 		start := time.Now()
 		size, err := op.run(a, b, cfg)
@@ -189,15 +202,27 @@ func demo(w io.Writer, cfg demoConfig) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", op.name, err)
 		}
-		iters := cfg.iters
-		mbps := float64(size*iters) / el.Seconds() / 1e6
-		fmt.Fprintf(w, "  %-22s %9d %7d %8.1fms %7.1f MB/s  verified\n", op.name, size, iters, float64(el.Microseconds())/1000, mbps)
+		fmt.Fprintf(w, "  %-22s %9d %7d %8.1fms %7.1f µs %s  verified\n", op.name, size, cfg.iters,
+			float64(el.Microseconds())/1000, el.Seconds()*1e6/float64(cfg.iters), rate(size, cfg.iters, el, op.atomic))
 	}
+	fmt.Fprintf(w, "  (time: all iterations, %d in flight; per op: time / iters; MB = 10^6 bytes)\n", cfg.depth)
 	packetReport(w, a.dev.Counters(), b.dev.Counters())
-	fmt.Fprintf(w, "\ncounters, as 'rdma statistic show link' prints them:\n")
-	devinfo.Stat(w, a.dev)
-	devinfo.Stat(w, b.dev)
+	if cfg.stats {
+		fmt.Fprintf(w, "\ncounters, as 'rdma statistic show link' prints them:\n")
+		devinfo.Stat(w, a.dev)
+		devinfo.Stat(w, b.dev)
+	}
 	return nil
+}
+
+// rate is an operation's rate, 12 columns wide: the bytes a second of a
+// data transfer, the operations a second of an atomic, whose 8 bytes a
+// bandwidth would make look slow.
+func rate(size, iters int, el time.Duration, atomic bool) string {
+	if atomic {
+		return fmt.Sprintf("%6.0f kop/s", float64(iters)/el.Seconds()/1e3)
+	}
+	return fmt.Sprintf("%7.1f MB/s", float64(size*iters)/el.Seconds()/1e6)
 }
 
 // packetReport sums the two devices' packets. What was sent again — the

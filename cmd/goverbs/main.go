@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"strings"
 
 	"github.com/goverbs/goverbs/internal/devinfo"
 	"github.com/goverbs/goverbs/internal/perftest"
@@ -130,10 +131,11 @@ func statsAtExit(asked bool, stderr io.Writer) func(*verbs.Device) {
 const usage = `usage: goverbs <command> [arguments]
 
 commands:
-  demo [-s SIZE] [-n ITERS] [-pcap FILE]
+  demo [-s SIZE] [-n ITERS] [-pcap FILE] [-stats]
                   run SEND, RDMA WRITE (with and without immediate), RDMA READ and both
                   atomics between two devices on loopback UDP, verify the data, report speed;
-                  -pcap writes the first device's packets for Wireshark
+                  -pcap writes the first device's packets for Wireshark, -stats prints the
+                  devices' counters
   codec           build an RC SEND and its ACK with the RoCEv2 codec, print and verify them
   decode [-all-ports] FILE
                   decode the RoCEv2 frames (UDP port 4791, or any) of a pcap or pcapng file, check ICRCs
@@ -149,13 +151,13 @@ commands:
   ibv_devinfo [-d NAME] [-i PORT] [-l] [--addr IP] [--link-mtu N]
   ibv_devices [--addr IP]
                   describe the goverbs device on IP as rdma-core's tools describe theirs
-  help            show this text
+  help [COMMAND]  show this text, or the options of COMMAND
 `
 
 func run(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stdout, usage)
-		return fmt.Errorf("%w: no command given", errUsage)
+		fmt.Fprint(stderr, usage) // as go(1) with no command: the usage is the message
+		return &toolflag.ShownError{Err: errUsage}
 	}
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "demo":
@@ -184,13 +186,27 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		return decodeFile(fs.Arg(0), *all, stdout)
 	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, usage)
-		return nil
+		if len(rest) == 0 {
+			fmt.Fprint(stdout, usage)
+			return nil
+		}
+		if !isCommand(rest[0]) || rest[0] == "help" || len(rest) > 1 {
+			return fmt.Errorf("%w: help takes one command: %s (goverbs help lists them)", errUsage, strings.Join(rest, " "))
+		}
+		return run([]string{rest[0], "-h"}, stdout, stderr)
 	default:
 		if tool := tools[cmd]; tool != nil {
 			return tool(rest, stdout, stderr)
 		}
-		fmt.Fprint(stdout, usage)
-		return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
+		return fmt.Errorf("%w: unknown command %q (goverbs help lists the commands)", errUsage, cmd)
 	}
+}
+
+// isCommand reports whether run knows the command name.
+func isCommand(name string) bool {
+	switch name {
+	case "demo", "codec", "decode", "help":
+		return true
+	}
+	return tools[name] != nil
 }

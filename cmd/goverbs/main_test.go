@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -127,7 +128,7 @@ func toPcapng(t *testing.T, from, to string) {
 }
 
 func TestUsageErrors(t *testing.T) {
-	for _, args := range [][]string{nil, {"bogus"}, {"decode"}, {"decode", "-x", "f"}, {"demo", "x"}, {"demo", "-s", "4"}, {"demo", "-s", "67108865"}, {"demo", "-n", "0"}, {"ibv_rc_pingpong", "-m", "100"}} {
+	for _, args := range [][]string{nil, {"bogus"}, {"decode"}, {"decode", "-x", "f"}, {"demo", "x"}, {"demo", "-s", "4"}, {"demo", "-s", "67108865"}, {"demo", "-n", "0"}, {"ibv_rc_pingpong", "-m", "100"}, {"ibv_rc_pingpong", "-n", "0"}} {
 		var out bytes.Buffer
 		if err := run(args, &out, io.Discard); !errors.Is(err, errUsage) {
 			t.Errorf("%q: err = %v, want a usage error", args, err)
@@ -162,6 +163,20 @@ func TestUsageErrors(t *testing.T) {
 	}
 	if err := run([]string{"help"}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "decode [-all-ports] FILE") {
 		t.Errorf("help: %v %q", err, out.String())
+	}
+	// help COMMAND is COMMAND -h; help of what is no command is an error.
+	for _, cmd := range []string{"ib_write_lat", "demo", "ibv_devinfo"} {
+		var help, direct bytes.Buffer
+		errHelp := run([]string{"help", cmd}, io.Discard, &help)
+		errDirect := run([]string{cmd, "-h"}, io.Discard, &direct)
+		if errHelp != nil || errDirect != nil || help.Len() == 0 || help.String() != direct.String() {
+			t.Errorf("help %s: %v, %q; %s -h: %v, %q", cmd, errHelp, help.String(), cmd, errDirect, direct.String())
+		}
+	}
+	for _, args := range [][]string{{"help", "nosuch"}, {"help", "help"}, {"help", "demo", "codec"}} {
+		if err := run(args, io.Discard, io.Discard); !errors.Is(err, errUsage) {
+			t.Errorf("%q: %v, want a usage error", args, err)
+		}
 	}
 }
 
@@ -202,15 +217,23 @@ func TestDemoReceiverFailure(t *testing.T) {
 }
 
 // TestLoopbackDemo runs the README's main job at a small size: every
-// operation must complete and verify its data over real UDP sockets.
+// operation must complete and verify its data over real UDP sockets, and
+// report a bandwidth, or for an atomic a rate of operations; with -stats
+// the devices' counters follow.
 func TestLoopbackDemo(t *testing.T) {
 	var out bytes.Buffer
-	if err := demo(&out, demoConfig{size: 5000, iters: 40, depth: 4}); err != nil {
+	if err := demo(&out, demoConfig{size: 5000, iters: 40, depth: 4, stats: true}); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
+	lines := strings.Split(out.String(), "\n")
 	for _, op := range []string{"SEND", "RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "RDMA_READ", "ATOMIC_FETCH_AND_ADD", "ATOMIC_CMP_AND_SWP"} {
-		if !strings.Contains(out.String(), "  "+op+" ") {
-			t.Errorf("report lacks %s:\n%s", op, out.String())
+		unit := " MB/s  verified"
+		if strings.HasPrefix(op, "ATOMIC") {
+			unit = " kop/s  verified"
+		}
+		i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "  "+op+" ") })
+		if i < 0 || !strings.Contains(lines[i], " µs ") || !strings.HasSuffix(lines[i], unit) {
+			t.Errorf("report lacks %s with its time per operation and a rate ending in %q:\n%s", op, unit, out.String())
 		}
 	}
 	if got := strings.Count(out.String(), "\nlink goverbs"); got != 2 {
@@ -218,6 +241,12 @@ func TestLoopbackDemo(t *testing.T) {
 	}
 	if got := strings.Count(out.String(), "verified"); got != 6 {
 		t.Errorf("%d operations verified, want 6:\n%s", got, out.String())
+	}
+	// The command takes K and M sizes, and prints no counters unasked.
+	out.Reset()
+	if err := run([]string{"demo", "-s", "5K", "-n", "3"}, &out, io.Discard); err != nil ||
+		!strings.Contains(out.String(), "  RDMA_WRITE                  5120 ") || strings.Contains(out.String(), "\nlink goverbs") {
+		t.Errorf("demo -s 5K -n 3: %v\n%s", err, out.String())
 	}
 }
 

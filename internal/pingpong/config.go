@@ -95,8 +95,13 @@ func ParseArgs(prog string, args []string, stderr io.Writer) (Config, error) {
 	if _, ok := verbs.MTUFromBytes(c.MTU); !ok {
 		return c, fmt.Errorf("invalid MTU %d (256, 512, 1024, 2048 or 4096)", c.MTU)
 	}
-	if c.Size < 1 || c.RxDepth < 1 || c.Iters < 1 {
-		return c, fmt.Errorf("size, rx-depth and iters must be positive")
+	for _, v := range []struct {
+		opt string
+		n   int
+	}{{"-s/--size", c.Size}, {"-r/--rx-depth", c.RxDepth}, {"-n/--iters", c.Iters}} {
+		if v.n < 1 {
+			return c, fmt.Errorf("%s %d: must be positive", v.opt, v.n)
+		}
 	}
 	if c.Addr != "" {
 		if _, err := verbs.ParseAddr(c.Addr); err != nil {
