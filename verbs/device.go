@@ -87,13 +87,14 @@ const BusyPollOff time.Duration = -1
 // Device is an open software RDMA device (struct ibv_context).
 //
 // Its objects follow libibverbs' lifecycle: each has Close (io.Closer);
-// closing a PD that still has MRs or QPs, or a CQ that a QP still uses,
-// fails with ErrBusy; closing twice returns nil; using a closed object
-// fails with ErrClosed. Closing the Device itself always succeeds: its
-// QPs stop as if moved to the error state, so every outstanding work
-// request completes with WCWRFlushErr, and then its objects fail with
-// ErrClosed, except Close, which still releases them in the usual order
-// (a PD with MRs or QPs open still refuses with ErrBusy).
+// closing one still in use (a PD with MRs, MWs, QPs, SRQs or AHs open, a
+// CQ a QP still uses: [ErrBusy] lists them) fails with ErrBusy; closing
+// twice returns nil; using a closed object fails with ErrClosed. Closing
+// the Device itself always succeeds: its QPs stop as if moved to the
+// error state, so every outstanding work request completes with
+// WCWRFlushErr, and then its objects fail with ErrClosed, except Close,
+// which still releases them in the usual order (a PD with objects open
+// still refuses with ErrBusy).
 type Device struct {
 	name string
 	e    *engine.Device

@@ -34,7 +34,15 @@
 // device when it finds nothing) gives them the processor they need.
 //
 // Every object has Close, with libibverbs' order rules: closing a PD with
-// open MRs, QPs, SRQs or AHs, or a CQ or SRQ a QP uses, fails with [ErrBusy]; closing twice
-// returns nil; other use of a closed object fails with [ErrClosed]. Closing
-// the Device flushes the work its QPs hold (see [Device]).
+// open MRs, MWs, QPs, SRQs or AHs, or a CQ or SRQ a QP uses, fails with
+// [ErrBusy]; closing twice returns nil; other use of a closed object fails
+// with [ErrClosed]. Closing the Device flushes the work its QPs hold (see
+// [Device]).
+//
+// Whole programs to start from are the package's examples, which run as
+// tests (example_test.go and the example_*_test.go files beside it;
+// pkg.go.dev shows them with the documentation): Example_send
+// (SEND and RECV on connected QPs), Example_oneSided (RDMA WRITE and
+// READ), Example_lifecycle, Example_deviceClose, Example_datagram (UD) and
+// Example_sharedReceiveQueue.
 package verbs
