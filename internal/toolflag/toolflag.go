@@ -121,7 +121,7 @@ func (s *Set) Parse(args []string) (operands []string, given map[string]bool, er
 			case s.refusal != nil:
 				fmt.Fprintf(s.stderr, "%s: %s %s\n", s.prog, names(s.refusal), s.refusal.Refused)
 			default:
-				fmt.Fprintf(s.stderr, "%s: %v (%s -h lists the options)\n", s.prog, err, s.prog)
+				fmt.Fprintf(s.stderr, "%s: %s (%s -h lists the options)\n", s.prog, describe(err, args), s.prog)
 			}
 			return nil, nil, Shown(err)
 		}
@@ -134,6 +134,26 @@ func (s *Set) Parse(args []string) (operands []string, given map[string]bool, er
 	given = map[string]bool{}
 	s.fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	return operands, given, nil
+}
+
+// describe is the message of a parse error of args: the flag package's,
+// but an unknown option named as it was given (the package writes
+// "--name" as "-name").
+func describe(err error, args []string) string {
+	const unknown = "flag provided but not defined: -"
+	name, ok := strings.CutPrefix(err.Error(), unknown)
+	if !ok {
+		return err.Error()
+	}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if opt, _, _ := strings.Cut(a, "="); opt == "-"+name || opt == "--"+name {
+			return "unknown option " + opt
+		}
+	}
+	return "unknown option -" + name
 }
 
 // Usage prints the tools' usage: how to start a server or a client, then

@@ -36,7 +36,8 @@ func TestParse(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--nope"}, "tool: flag provided but not defined: -nope (tool -h lists the options)\n"},
+		{[]string{"--nope"}, "tool: unknown option --nope (tool -h lists the options)\n"},
+		{[]string{"-a", "-nope=3"}, "tool: unknown option -nope (tool -h lists the options)\n"},
 		{[]string{"-n", "x"}, "tool: invalid value \"x\" for flag -n: parse error (tool -h lists the options)\n"},
 		{[]string{"host", "-R"}, "tool: -R/--rdma_cm (RDMA-CM) is not supported: use the TCP exchange\n"},
 		{[]string{"-T", "5"}, "tool: -T is not supported\n"},
