@@ -31,7 +31,7 @@ func TestInboundBounded(t *testing.T) {
 	for range sent {
 		b := getBuf()
 		n := copy(b.b[:], p)
-		ready = r.dev.enqueue(r.qp, inPkt{p: wire.Packet(b.b[:n]), buf: b}, ready)
+		ready = r.dev.enqueue(r.qp, &inPkt{p: wire.Packet(b.b[:n]), buf: b}, ready)
 	}
 	if n := r.qp.inbound.Len(); n != inboundDepth {
 		t.Errorf("inbound ring holds %d packets, want its depth %d", n, inboundDepth)
@@ -112,7 +112,7 @@ func testInboundUnderTurns(t *testing.T, pause bool) {
 			p.RETH().Encode(&wire.RETHFields{VA: va + off, RKey: uint32(r.key), DMALength: 4})
 			binary.BigEndian.PutUint32(p.Payload(), uint32(psn))
 			c := r.qp.inbound.Cap()
-			ready = r.dev.enqueue(r.qp, inPkt{p: p, buf: b}, ready)
+			ready = r.dev.enqueue(r.qp, &inPkt{p: p, buf: b}, ready)
 			if r.qp.inbound.Cap() > c {
 				grew++
 			}

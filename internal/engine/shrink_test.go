@@ -34,7 +34,7 @@ func TestQuietQPShrinks(t *testing.T) {
 					t.Fatal(err)
 				}
 				each(i, p)
-				ready = r.dev.enqueue(r.qp, inPkt{p: p, buf: b}, ready)
+				ready = r.dev.enqueue(r.qp, &inPkt{p: p, buf: b}, ready)
 			}
 			r.dev.rxGate.Unlock()
 			scheduleReady(ready)
