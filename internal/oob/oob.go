@@ -144,16 +144,16 @@ func DeviceAddr(c net.Conn, addr string) (netip.AddrPort, error) {
 
 // ServerHost returns the host a tool connects to from its positional
 // arguments: none makes it the server (""), one names the server. More
-// call usage and fail, as the C tools do.
-func ServerHost(args []string, usage func()) (string, error) {
+// are an error that says so, in one line, as the tools' other usage
+// errors (toolflag).
+func ServerHost(args []string) (string, error) {
 	switch len(args) {
 	case 0:
 		return "", nil
 	case 1:
 		return args[0], nil
 	}
-	usage()
-	return "", fmt.Errorf("too many arguments: %q", args)
+	return "", fmt.Errorf("too many arguments: %q: give the server's host, or nothing to be the server", args)
 }
 
 // Release frees a tool's verbs objects in libibverbs' order, QPs before

@@ -67,18 +67,17 @@ func TestOpenDeviceTaken(t *testing.T) {
 
 func TestServerHost(t *testing.T) {
 	for _, c := range []struct {
-		args      []string
-		host      string
-		wantUsage bool
+		args    []string
+		host    string
+		wantErr bool
 	}{
 		{nil, "", false},
 		{[]string{"10.0.0.2"}, "10.0.0.2", false},
 		{[]string{"a", "b"}, "", true},
 	} {
-		usage := false
-		host, err := ServerHost(c.args, func() { usage = true })
-		if host != c.host || usage != c.wantUsage || (err != nil) != c.wantUsage {
-			t.Errorf("ServerHost(%q) = %q, %v, usage %v", c.args, host, err, usage)
+		host, err := ServerHost(c.args)
+		if host != c.host || (err != nil) != c.wantErr {
+			t.Errorf("ServerHost(%q) = %q, %v", c.args, host, err)
 		}
 	}
 }

@@ -177,7 +177,7 @@ func ParseArgs(prog string, args []string, stderr io.Writer) (Config, error) {
 	if c.Conn, err = connection(connType, t.Verb); err != nil {
 		return c, err
 	}
-	if c.Server, err = oob.ServerHost(hosts, fs.Usage); err != nil {
+	if c.Server, err = oob.ServerHost(hosts); err != nil {
 		return c, err
 	}
 	c.sizeSet = set["s"] || set["size"]

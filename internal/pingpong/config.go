@@ -83,7 +83,7 @@ func ParseArgs(prog string, args []string, stderr io.Writer) (Config, error) {
 	if err != nil {
 		return c, err
 	}
-	if c.Server, err = oob.ServerHost(hosts, fs.Usage); err != nil {
+	if c.Server, err = oob.ServerHost(hosts); err != nil {
 		return c, err
 	}
 	if c.Port < 0 || c.Port > 65535 {
