@@ -219,10 +219,12 @@ func (ch *CompChannel) offer(cq *CQ) bool {
 func (ch *CompChannel) dropEvents(cq *CQ) uint64 {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	if cq.events != cq.acked {
-		return cq.events - cq.acked
-	}
 	if ch.inHand == cq {
+		// Revoked, or taken: the forwarder counts an event it handed over
+		// only after its receiver has it, and the receiver may have
+		// acknowledged it already. Either way, the count is right once
+		// the forwarder lets go.
+		taken := cq.events
 		ch.revoked = cq
 		select {
 		case ch.revoke <- struct{}{}:
@@ -232,9 +234,18 @@ func (ch *CompChannel) dropEvents(cq *CQ) uint64 {
 			ch.handedBack.Wait()
 		}
 		ch.revoked = nil
-		if cq.events != cq.acked { // a receiver took it after all
-			return cq.events - cq.acked
+		if cq.events == taken && cq.events != cq.acked {
+			// Revoked, but cq stays open for events taken before: the
+			// event goes back where it was, first in line.
+			ch.grow()
+			ch.head = (ch.head + len(ch.queue) - 1) % len(ch.queue)
+			ch.queue[ch.head] = cq
+			ch.n++
+			ch.signal()
 		}
+	}
+	if cq.events != cq.acked {
+		return cq.events - cq.acked
 	}
 	k := 0
 	for i := range ch.n {

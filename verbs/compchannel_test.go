@@ -187,32 +187,7 @@ func TestCompChannelLifecycle(t *testing.T) {
 	_, err = o.dev.CreateCQWithChannel(4, nil)
 	wantErr(t, "CQ on no channel", err, verbs.ErrInvalidArgument, "create CQ")
 
-	// flushOne makes an event on a new CQ of ch: a QP on it in INIT with
-	// one receive, moved to ERR, whose turn (run by Modify, nothing else
-	// runs the QP) flushes the receive. The QP is closed; the CQ holds
-	// the completion and its event is queued.
-	flushOne := func() *verbs.CQ {
-		t.Helper()
-		cq, err := o.dev.CreateCQWithChannel(4, ch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		qp, err := o.pd.CreateQP(&verbs.QPInitAttr{Type: verbs.QPTypeRC, SendCQ: cq, RecvCQ: cq,
-			Cap: verbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxRecvSGE: 1}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		toInit(t, qp)
-		postRecv(t, qp, &verbs.RecvWR{WRID: 5, SGList: []verbs.SGE{o.mr.SGE(0, 8)}})
-		arm(t, cq, true) // a flush is a failed completion
-		if err := qp.Modify(&verbs.QPAttr{State: verbs.QPStateErr}, verbs.QPAttrState); err != nil {
-			t.Fatal(err)
-		}
-		if err := qp.Close(); err != nil {
-			t.Fatal(err)
-		}
-		return cq
-	}
+	flushOne := func() *verbs.CQ { return flushOne(t, o, ch) }
 
 	// An event nobody took is dropped with its CQ.
 	x := flushOne()
@@ -255,6 +230,77 @@ func TestCompChannelLifecycle(t *testing.T) {
 	}
 	_, err = o.dev.CreateCompChannel()
 	wantErr(t, "channel on a closed device", err, verbs.ErrClosed, "create completion channel")
+}
+
+// flushOne makes an event on a new CQ of ch: a QP on it in INIT with one
+// receive, moved to ERR, whose turn (run by Modify, nothing else runs the
+// QP) flushes the receive. The QP is closed; the CQ holds the completion
+// and its event is queued.
+func flushOne(t *testing.T, o *objects, ch *verbs.CompChannel) *verbs.CQ {
+	t.Helper()
+	cq, err := o.dev.CreateCQWithChannel(4, ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flushInto(t, o, cq)
+	return cq
+}
+
+// flushInto arms cq and makes an event on it as flushOne does.
+func flushInto(t *testing.T, o *objects, cq *verbs.CQ) {
+	t.Helper()
+	qp, err := o.pd.CreateQP(&verbs.QPInitAttr{Type: verbs.QPTypeRC, SendCQ: cq, RecvCQ: cq,
+		Cap: verbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxRecvSGE: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toInit(t, qp)
+	postRecv(t, qp, &verbs.RecvWR{WRID: 5, SGList: []verbs.SGE{o.mr.SGE(0, 8)}})
+	arm(t, cq, true) // a flush is a failed completion
+	if err := qp.Modify(&verbs.QPAttr{State: verbs.QPStateErr}, verbs.QPAttrState); err != nil {
+		t.Fatal(err)
+	}
+	if err := qp.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCloseRightAfterAck: a CQ whose events were all taken and
+// acknowledged closes, however soon after the acknowledgement. The
+// channel counts an event as taken once its receiver has it, and a
+// receiver that acknowledged and closed before the channel had counted
+// the event got ErrBusy, and left the channel unclosable (a perftest -e
+// tool then left its forwarder behind, found by CI's leak check).
+func TestCloseRightAfterAck(t *testing.T) {
+	o := newObjects(t)
+	ch, err := o.dev.CreateCompChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	for i := range 300 {
+		cq := flushOne(t, o, ch)
+		getEvent(t, ch, cq, "the flushed receive's event")
+		if err := cq.Close(); err != nil {
+			t.Fatalf("round %d: close right after acknowledging its one event: %v", i, err)
+		}
+	}
+	// A close that fails, for an event taken and not acknowledged, keeps
+	// the event the channel was offering meanwhile.
+	cq := flushOne(t, o, ch)
+	ctx, cancel := context.WithTimeout(context.Background(), eventTimeout)
+	defer cancel()
+	if got, err := ch.GetCQEvent(ctx); err != nil || got != cq {
+		t.Fatalf("first event: %v", err)
+	}
+	flushInto(t, o, cq)
+	time.Sleep(time.Millisecond) // the forwarder offers the second event meanwhile, or will
+	wantErr(t, "close with an event not acknowledged", cq.Close(), verbs.ErrBusy, "destroy CQ")
+	getEvent(t, ch, cq, "the event offered while the close failed")
+	cq.AckEvents(1)
+	if err := cq.Close(); err != nil {
+		t.Fatalf("close after acknowledging both events: %v", err)
+	}
 }
 
 // TestCompChannelDeviceClose: closing the device delivers the events of
