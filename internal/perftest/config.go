@@ -136,7 +136,7 @@ func ParseArgs(prog string, args []string, stderr io.Writer) (Config, error) {
 		toolflag.Opt("p", "port", "port", "listen on/connect to TCP port <port> (default 18515)", &c.Port),
 		toolflag.Opt("d", "ib-dev", "dev", "name of the goverbs device (default goverbs0)", &c.IBDev),
 		toolflag.Opt("i", "ib-port", "port", "port of the device (only 1)", &c.IBPort),
-		toolflag.Opt("s", "size", "size", "message size, K or M suffix allowed (default "+strconv.Itoa(c.Size)+")", sizeValue{&c.Size}),
+		toolflag.Opt("s", "size", "size", "message size, K or M suffix allowed (default "+strconv.Itoa(c.Size)+")", sizeValue{toolflag.Size{P: &c.Size}}),
 		toolflag.Opt("a", "all", "", "run sizes from 2 to 2^23", &c.All),
 		only(bw, toolflag.Opt("b", "bidirectional", "", "measure bidirectional bandwidth (BW tests; default unidirectional)", &c.Duplex)),
 		toolflag.Opt("n", "iters", "iters", "number of exchanges, at least 5 (default "+strconv.Itoa(c.Iters)+")", &c.Iters),
@@ -304,16 +304,9 @@ func (c *Config) check(set map[string]bool) error {
 	return nil
 }
 
-// sizeValue parses -s (toolflag.ParseSize) in perftest's range, with its
-// messages.
-type sizeValue struct{ p *int }
-
-func (v sizeValue) String() string {
-	if v.p == nil {
-		return ""
-	}
-	return strconv.Itoa(*v.p)
-}
+// sizeValue is toolflag's size option for -s, in perftest's range, with
+// its messages.
+type sizeValue struct{ toolflag.Size }
 
 func (v sizeValue) Set(s string) error {
 	n, err := toolflag.ParseSize(s)
@@ -323,7 +316,7 @@ func (v sizeValue) Set(s string) error {
 	if err != nil || n < 1 || n > maxSize {
 		return fmt.Errorf("Message Size should be between 1 and %d", maxSize)
 	}
-	*v.p = int(n)
+	*v.P = int(n)
 	return nil
 }
 
