@@ -369,10 +369,8 @@ func (w *sendWQE) gathers(n uint32) bool {
 // startPayload starts the next packet of w, with n payload bytes: only its
 // head if they leave from their region (gather), else the whole packet.
 func (qp *QP) startPayload(w *sendWQE, f *wire.BTHFields, n uint32) (p wire.Packet, gather bool) {
-	if w.gathers(n) {
-		return qp.xmit.startHead(qp, f, int(n)), true
-	}
-	return qp.xmit.start(qp, f, int(n)), false
+	gather = w.gathers(n)
+	return qp.xmit.startHead(qp, f, int(n), gather), gather
 }
 
 // queuePayload seals p, started by startPayload and its headers filled,

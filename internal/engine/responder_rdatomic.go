@@ -175,12 +175,10 @@ func (qp *QP) streamRead(now instant, budget int) int {
 		// A payload of gatherMin or more is sent from the region, as the
 		// requester sends one: the batch lays out only the packet's head.
 		gather, elided := size >= gatherMin, 0
-		var p wire.Packet
 		if gather {
-			p, elided = qp.xmit.startHead(qp, &f, int(size)), int(size)
-		} else {
-			p = qp.xmit.start(qp, &f, int(size))
+			elided = int(size)
 		}
+		p := qp.xmit.startHead(qp, &f, int(size), gather)
 		if h := p.AETH(); h != nil {
 			h.Encode(&wire.AETHFields{Syndrome: wire.ACKSyndrome(wire.CreditsUnlimited), MSN: r.msn})
 		}

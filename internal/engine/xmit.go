@@ -119,9 +119,13 @@ func (x *xmitBatch) start(qp *QP, f *wire.BTHFields, payloadLen int) wire.Packet
 }
 
 // startHead is start for a packet whose payload the link is to gather from
-// a memory region (queueGathered): it lays out only the packet's head, its
-// headers, pad and trailer (wire.NewPacketHead), which the slab holds.
-func (x *xmitBatch) startHead(qp *QP, f *wire.BTHFields, payloadLen int) wire.Packet {
+// a memory region (queueGathered), if gather: it lays out only the
+// packet's head, its headers, pad and trailer (wire.NewPacketHead), which
+// the slab holds. Otherwise it is start.
+func (x *xmitBatch) startHead(qp *QP, f *wire.BTHFields, payloadLen int, gather bool) wire.Packet {
+	if !gather {
+		return x.start(qp, f, payloadLen)
+	}
 	p, err := wire.NewPacketHead(x.room(qp, wire.HeadLen(f.Opcode, payloadLen)), f, payloadLen)
 	if err != nil {
 		panic("engine: building " + f.Opcode.String() + ": " + err.Error())
